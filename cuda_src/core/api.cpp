@@ -1,0 +1,176 @@
+// The C API of include/aotirt/aotirt.h over the core's C++ objects: argument
+// checks and conversions only, the work is done in the files beside this.
+
+#include <new>
+#include <string>
+
+#include "copy.h"
+#include "errors.h"
+#include "handle.h"
+#include "stream.h"
+#include "tensor.h"
+
+using namespace aotirt;
+
+namespace {
+
+aotirt_status check_dtype(int32_t dtype) {
+  if (dtype_itemsize(dtype) != 0) return AOTIRT_OK;
+  return fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
+}
+
+aotirt_status stream_or_shared(aotirt_stream* stream, int device, StreamRef* out) {
+  if (!stream) return shared_stream(device, out);
+  if (stream->device != device)
+    return fail(AOTIRT_ERROR_VALUE, "the stream is on cuda:" + std::to_string(stream->device) +
+                                        ", the tensor on cuda:" + std::to_string(device));
+  *out = StreamRef::share(stream);
+  return AOTIRT_OK;
+}
+
+size_t contiguous_nbytes(int64_t ndim, const int64_t* sizes, int32_t dtype) {
+  size_t n = dtype_itemsize(dtype);
+  for (int64_t d = 0; d < ndim; ++d) n *= static_cast<size_t>(sizes[d]);
+  return n;
+}
+
+}  // namespace
+
+extern "C" {
+
+AOTIRT_API int aotirt_device_count(void) {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return 0;
+  }
+  return count;
+}
+
+AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype) { return dtype_itemsize(dtype); }
+
+// ---- streams ----
+
+AOTIRT_API aotirt_status aotirt_stream_shared(int device, aotirt_stream** out) {
+  StreamRef stream;
+  AOTIRT_TRY(shared_stream(device, &stream));
+  *out = stream.leak();
+  return AOTIRT_OK;
+}
+
+AOTIRT_API aotirt_status aotirt_stream_create(int device, aotirt_stream** out) {
+  StreamRef stream;
+  AOTIRT_TRY(create_stream(device, &stream));
+  *out = stream.leak();
+  return AOTIRT_OK;
+}
+
+AOTIRT_API aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out) {
+  *out = adopt_stream(static_cast<cudaStream_t>(cuda_stream), device).leak();
+  return AOTIRT_OK;
+}
+
+AOTIRT_API aotirt_stream* aotirt_stream_retain(aotirt_stream* stream) {
+  stream->add_ref();
+  return stream;
+}
+
+AOTIRT_API void aotirt_stream_release(aotirt_stream* stream) {
+  if (stream) StreamRef::adopt(stream).reset();
+}
+
+AOTIRT_API void* aotirt_stream_handle(const aotirt_stream* stream) { return stream->handle; }
+AOTIRT_API int aotirt_stream_device(const aotirt_stream* stream) { return stream->device; }
+
+// ---- tensors ----
+
+AOTIRT_API aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes, int32_t dtype,
+                                             int32_t device_type, int32_t device_index, aotirt_stream* stream,
+                                             aotirt_tensor** out) {
+  AOTIRT_TRY(check_shape(ndim, sizes));
+  AOTIRT_TRY(check_dtype(dtype));
+  StreamRef owner;
+  if (device_type == AOTIRT_DEVICE_CUDA) AOTIRT_TRY(stream_or_shared(stream, device_index, &owner));
+  StorageRef storage;
+  AOTIRT_TRY(allocate_storage(contiguous_nbytes(ndim, sizes, dtype), device_type, device_index, owner, &storage));
+  return make_tensor(std::move(storage), ndim, sizes, nullptr, 0, dtype, std::move(owner), out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const int64_t* sizes,
+                                                 const int64_t* strides, int32_t dtype, void (*release)(void*),
+                                                 void* release_ctx, aotirt_tensor** out) {
+  AOTIRT_TRY(check_dtype(dtype));
+  auto storage = StorageRef::adopt(new (std::nothrow) Storage());
+  if (!storage) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+  storage->data = data;
+  storage->owner = Storage::Owner::Borrowed;
+  AOTIRT_TRY(make_tensor(storage, ndim, sizes, strides, 0, dtype, StreamRef(), out));
+  // Only now does the storage own the release: on failure the caller keeps it.
+  storage->release = release;
+  storage->release_ctx = release_ctx;
+  storage->nbytes = (*out)->extent_bytes();
+  return AOTIRT_OK;
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndim, const int64_t* sizes,
+                                              int32_t dtype, int32_t device_index, aotirt_stream* stream,
+                                              aotirt_tensor** out) {
+  aotirt_tensor* t = nullptr;
+  AOTIRT_TRY(aotirt_tensor_empty(ndim, sizes, dtype, AOTIRT_DEVICE_CUDA, device_index, stream, &t));
+  size_t nbytes = contiguous_nbytes(ndim, sizes, dtype);
+  if (nbytes > 0) {
+    cudaError_t err = cudaMemcpyAsync(t->data(), host_data, nbytes, cudaMemcpyHostToDevice, t->stream->handle);
+    if (err != cudaSuccess) {
+      delete t;
+      return fail_cuda(err, "cudaMemcpyAsync(host to device, " + std::to_string(nbytes) + " bytes)");
+    }
+  }
+  *out = t;
+  return AOTIRT_OK;
+}
+
+AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t) { delete t; }
+
+AOTIRT_API int64_t aotirt_tensor_ndim(const aotirt_tensor* t) { return t->ndim; }
+AOTIRT_API const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t) { return t->sizes; }
+AOTIRT_API const int64_t* aotirt_tensor_strides(const aotirt_tensor* t) { return t->strides; }
+AOTIRT_API int64_t aotirt_tensor_numel(const aotirt_tensor* t) { return t->numel(); }
+AOTIRT_API int32_t aotirt_tensor_dtype(const aotirt_tensor* t) { return t->dtype; }
+AOTIRT_API int32_t aotirt_tensor_device_type(const aotirt_tensor* t) { return t->storage->device_type; }
+AOTIRT_API int32_t aotirt_tensor_device_index(const aotirt_tensor* t) { return t->storage->device_index; }
+AOTIRT_API void* aotirt_tensor_data(const aotirt_tensor* t) { return t->data(); }
+AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t) { return t->is_contiguous(); }
+AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t) { return t->stream.get(); }
+
+AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes) {
+  return copy_to_host(*t, dst, dst_nbytes);
+}
+
+// ---- handles ----
+
+AOTIRT_API aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
+                                            aotirt_stream* stream, aotirt_handle** out) {
+  if (!path) return fail(AOTIRT_ERROR_VALUE, "model library path is NULL");
+  if (device_type == AOTIRT_DEVICE_CPU) return aotirt_handle::open_cpu(path, out);
+  if (device_type == AOTIRT_DEVICE_CUDA) return CudaHandle::open(path, device_index, stream, out);
+  return fail(AOTIRT_ERROR_VALUE, "device type " + std::to_string(device_type) + " is not supported (cpu 0, cuda 1)");
+}
+
+AOTIRT_API size_t aotirt_handle_num_inputs(const aotirt_handle* h) { return h->num_inputs(); }
+AOTIRT_API size_t aotirt_handle_num_outputs(const aotirt_handle* h) { return h->num_outputs(); }
+AOTIRT_API const char* aotirt_handle_input_name(const aotirt_handle* h, size_t i) { return h->input_name(i); }
+AOTIRT_API const char* aotirt_handle_output_name(const aotirt_handle* h, size_t i) { return h->output_name(i); }
+AOTIRT_API bool aotirt_handle_is_closed(const aotirt_handle* h) { return h->closed(); }
+AOTIRT_API int32_t aotirt_handle_device_type(const aotirt_handle* h) { return h->device_type(); }
+AOTIRT_API int32_t aotirt_handle_device_index(const aotirt_handle* h) { return h->device_index(); }
+AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h) { return h->stream(); }
+
+AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
+                                           aotirt_tensor** outputs, size_t num_outputs) {
+  return h->run(inputs, num_inputs, outputs, num_outputs);
+}
+
+AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { return h->close(); }
+AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { delete h; }
+
+}  // extern "C"

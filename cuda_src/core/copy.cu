@@ -1,0 +1,160 @@
+#include "copy.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "errors.h"
+
+namespace aotirt {
+namespace {
+
+// A view's shape and strides, passed to kernels by value.
+struct Layout {
+  int32_t ndim;
+  int64_t sizes[AOTIRT_MAX_DIMS];
+  int64_t strides[AOTIRT_MAX_DIMS];
+};
+
+Layout layout_of(const Tensor& t) {
+  Layout l{};
+  l.ndim = static_cast<int32_t>(t.ndim);
+  for (int64_t d = 0; d < t.ndim; ++d) {
+    l.sizes[d] = t.sizes[d];
+    l.strides[d] = t.strides[d];
+  }
+  return l;
+}
+
+Layout contiguous_layout_of(const Tensor& t) {
+  Layout l = layout_of(t);
+  contiguous_strides(t.ndim, t.sizes, l.strides);
+  return l;
+}
+
+// Element offset, in `l`, of the element whose row-major index is `linear`.
+__host__ __device__ inline int64_t offset_of(const Layout& l, int64_t linear) {
+  int64_t offset = 0;
+  for (int32_t d = l.ndim - 1; d >= 0; --d) {
+    int64_t size = l.sizes[d];
+    offset += (linear % size) * l.strides[d];
+    linear /= size;
+  }
+  return offset;
+}
+
+// Elements are moved as same-sized unsigned integers: a copy needs no
+// arithmetic, so one kernel per element width serves every dtype.
+template <typename Word>
+__global__ void strided_copy_kernel(Word* dst, Layout dst_layout, const Word* src,
+                                    Layout src_layout, int64_t numel) {
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel; i += step)
+    dst[offset_of(dst_layout, i)] = src[offset_of(src_layout, i)];
+}
+
+template <typename Word>
+void launch_strided_copy(void* dst, const Layout& dst_layout, const void* src,
+                         const Layout& src_layout, int64_t numel, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  int64_t blocks = (numel + kThreads - 1) / kThreads;
+  if (blocks > 65536) blocks = 65536;  // grid-stride loop covers the rest
+  strided_copy_kernel<Word><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      static_cast<Word*>(dst), dst_layout, static_cast<const Word*>(src), src_layout, numel);
+}
+
+aotirt_status strided_copy_on_device(void* dst, const Layout& dst_layout, const void* src,
+                                     const Layout& src_layout, int64_t numel, size_t itemsize,
+                                     Stream* stream) {
+  if (numel == 0) return AOTIRT_OK;
+  DeviceGuard guard;  // kernels launch on the current device's streams only
+  AOTIRT_TRY(guard.enter(stream->device));
+  switch (itemsize) {
+    case 1: launch_strided_copy<uint8_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 2: launch_strided_copy<uint16_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 4: launch_strided_copy<uint32_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 8: launch_strided_copy<uint64_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    default: return fail(AOTIRT_ERROR_TYPE, "no strided copy for elements of " + std::to_string(itemsize) + " bytes");
+  }
+  AOTIRT_CUDA_TRY(cudaGetLastError());
+  return AOTIRT_OK;
+}
+
+void strided_copy_on_host(char* dst, const Layout& dst_layout, const char* src,
+                          const Layout& src_layout, int64_t numel, size_t itemsize) {
+  for (int64_t i = 0; i < numel; ++i)
+    std::memcpy(dst + offset_of(dst_layout, i) * itemsize, src + offset_of(src_layout, i) * itemsize, itemsize);
+}
+
+}  // namespace
+
+aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
+  const size_t itemsize = t.itemsize();
+  const int64_t numel = t.numel();
+  const size_t needed = static_cast<size_t>(numel) * itemsize;
+  if (nbytes != needed)
+    return fail(AOTIRT_ERROR_VALUE, "copy_to_host: destination holds " + std::to_string(nbytes) +
+                                        " bytes, the tensor has " + std::to_string(needed));
+  if (numel == 0) return AOTIRT_OK;
+
+  const Storage& storage = *t.storage;
+  if (storage.device_type == AOTIRT_DEVICE_CPU) {
+    if (t.is_contiguous())
+      std::memcpy(dst, t.data(), needed);
+    else
+      strided_copy_on_host(static_cast<char*>(dst), contiguous_layout_of(t),
+                           static_cast<const char*>(t.data()), layout_of(t), numel, itemsize);
+    return AOTIRT_OK;
+  }
+
+  StreamRef stream = t.stream;
+  if (!stream) AOTIRT_TRY(shared_stream(storage.device_index, &stream));
+  const void* source = t.data();
+  void* staging = nullptr;
+  if (!t.is_contiguous()) {
+    // Gather on the device first: one contiguous DMA beats many small ones.
+    AOTIRT_TRY(configure_pool(stream->device));
+    AOTIRT_CUDA_TRY(cudaMallocAsync(&staging, needed, stream->handle));
+    aotirt_status status = strided_copy_on_device(staging, contiguous_layout_of(t), t.data(),
+                                                  layout_of(t), numel, itemsize, stream.get());
+    if (status != AOTIRT_OK) {
+      cudaFreeAsync(staging, stream->handle);
+      return status;
+    }
+    source = staging;
+  }
+  cudaError_t copied = cudaMemcpyAsync(dst, source, needed, cudaMemcpyDeviceToHost, stream->handle);
+  if (staging) cudaFreeAsync(staging, stream->handle);
+  if (copied != cudaSuccess) return fail_cuda(copied, "cudaMemcpyAsync(device to host)");
+  // The one place the host waits for the GPU (shared/DESIGN.md, "The one rule").
+  // A fault in any earlier kernel on this stream surfaces here.
+  cudaError_t done = cudaStreamSynchronize(stream->handle);
+  if (done != cudaSuccess) return fail_cuda(done, "cudaStreamSynchronize, waiting for the copy to host");
+  return AOTIRT_OK;
+}
+
+aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream* stream) {
+  const int64_t numel = dst.numel();
+  const size_t itemsize = dst.itemsize();
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    if (numel == 0) return AOTIRT_OK;
+    AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), numel * itemsize,
+                                    cudaMemcpyDeviceToDevice, stream->handle));
+    return AOTIRT_OK;
+  }
+  return strided_copy_on_device(dst.data(), layout_of(dst), src.data(), layout_of(src), numel,
+                                itemsize, stream);
+}
+
+void copy_host_to_host(const Tensor& dst, const Tensor& src) {
+  const int64_t numel = dst.numel();
+  if (numel == 0) return;
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    std::memcpy(dst.data(), src.data(), numel * dst.itemsize());
+    return;
+  }
+  strided_copy_on_host(static_cast<char*>(dst.data()), layout_of(dst),
+                       static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
+}
+
+}  // namespace aotirt

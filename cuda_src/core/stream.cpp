@@ -1,0 +1,139 @@
+#include "stream.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "errors.h"
+
+aotirt_stream::~aotirt_stream() {
+  // Neither call waits: CUDA releases the resources once queued work is done.
+  if (order_event_) cudaEventDestroy(order_event_);
+  if (owned && handle) cudaStreamDestroy(handle);
+}
+
+aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
+  if (waiter == this || waiter->handle == handle) return AOTIRT_OK;
+  std::lock_guard<std::mutex> lock(event_mutex_);
+  if (!order_event_) {
+    aotirt::DeviceGuard guard;  // an event is recorded on its own device's streams only
+    AOTIRT_TRY(guard.enter(device));
+    AOTIRT_CUDA_TRY(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
+  }
+  AOTIRT_CUDA_TRY(cudaEventRecord(order_event_, handle));
+  AOTIRT_CUDA_TRY(cudaStreamWaitEvent(waiter->handle, order_event_, 0));
+  return AOTIRT_OK;
+}
+
+namespace aotirt {
+namespace {
+
+// Shared streams by device. The registry holds no reference: the stream dies
+// with its last user, and the next user creates a fresh one.
+std::mutex registry_mutex;
+std::unordered_map<int, Stream*> shared_streams;
+
+class SharedStream : public Stream {
+ public:
+  ~SharedStream() {
+    std::lock_guard<std::mutex> lock(registry_mutex);
+    auto it = shared_streams.find(device);
+    if (it != shared_streams.end() && it->second == this) shared_streams.erase(it);
+  }
+};
+
+aotirt_status new_nonblocking_stream(int device, cudaStream_t* out) {
+  DeviceGuard guard;
+  AOTIRT_TRY(guard.enter(device));
+  // Non-blocking: never implicitly ordered with the legacy default stream, so
+  // a library that uses stream 0 cannot serialise our work behind its own.
+  AOTIRT_CUDA_TRY(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking));
+  return AOTIRT_OK;
+}
+
+thread_local Stream* tls_current_stream = nullptr;
+
+}  // namespace
+
+aotirt_status shared_stream(int device, StreamRef* out) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = shared_streams.find(device);
+  if (it != shared_streams.end() && it->second->try_add_ref()) {
+    *out = StreamRef::adopt(it->second);
+    return AOTIRT_OK;
+  }
+  cudaStream_t handle = nullptr;
+  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
+  auto* stream = new SharedStream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = true;
+  shared_streams[device] = stream;
+  *out = StreamRef::adopt(stream);
+  return AOTIRT_OK;
+}
+
+aotirt_status create_stream(int device, StreamRef* out) {
+  cudaStream_t handle = nullptr;
+  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
+  auto* stream = new Stream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = true;
+  *out = StreamRef::adopt(stream);
+  return AOTIRT_OK;
+}
+
+StreamRef adopt_stream(cudaStream_t handle, int device) {
+  auto* stream = new Stream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = false;
+  return StreamRef::adopt(stream);
+}
+
+Stream* current_stream() { return tls_current_stream; }
+void set_current_stream(Stream* stream) { tls_current_stream = stream; }
+
+aotirt_status stream_for_device(int device, StreamRef* out) {
+  Stream* current = tls_current_stream;
+  if (current && current->device == device) {
+    *out = StreamRef::share(current);
+    return AOTIRT_OK;
+  }
+  return shared_stream(device, out);
+}
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+aotirt_status DeviceGuard::enter(int device) {
+  int current = 0;
+  AOTIRT_CUDA_TRY(cudaGetDevice(&current));
+  if (current == device) return AOTIRT_OK;
+  AOTIRT_CUDA_TRY(cudaSetDevice(device));
+  previous_ = current;
+  return AOTIRT_OK;
+}
+
+aotirt_status configure_pool(int device) {
+  // Checked on every allocation, so the common case is one atomic load.
+  constexpr int kMaxDevices = 256;
+  static std::atomic<bool> configured[kMaxDevices];
+  static std::mutex mutex;
+  if (device < 0 || device >= kMaxDevices)
+    return fail(AOTIRT_ERROR_VALUE, "CUDA device index " + std::to_string(device) + " is out of range");
+  if (configured[device].load(std::memory_order_acquire)) return AOTIRT_OK;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (configured[device].load(std::memory_order_relaxed)) return AOTIRT_OK;
+  cudaMemPool_t pool = nullptr;
+  AOTIRT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t keep_everything = UINT64_MAX;
+  AOTIRT_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+  configured[device].store(true, std::memory_order_release);
+  return AOTIRT_OK;
+}
+
+}  // namespace aotirt

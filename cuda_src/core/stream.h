@@ -1,0 +1,65 @@
+// Streams: the per-device shared stream, owned and adopted streams, and the
+// thread's current stream that the shims read.
+#pragma once
+
+#include <cuda_runtime_api.h>
+
+#include <mutex>
+
+#include "aotirt/aotirt.h"
+#include "ref.h"
+
+// The C API's opaque aotirt_stream is this class.
+struct aotirt_stream : aotirt::RefCounted {
+  cudaStream_t handle = nullptr;
+  int device = 0;
+  bool owned = false;  // destroyed by aotirt when the last reference goes
+
+  ~aotirt_stream();
+
+  // Makes `waiter` wait, on the device, for the work queued on this stream so
+  // far. No host wait.
+  aotirt_status order_before(aotirt_stream* waiter);
+
+ private:
+  std::mutex event_mutex_;
+  cudaEvent_t order_event_ = nullptr;  // reused: a wait captures the record at call time
+};
+
+namespace aotirt {
+
+using Stream = aotirt_stream;
+using StreamRef = Ref<Stream>;
+
+aotirt_status shared_stream(int device, StreamRef* out);
+aotirt_status create_stream(int device, StreamRef* out);
+StreamRef adopt_stream(cudaStream_t handle, int device);
+
+// The thread's current stream: set by a handle for the duration of a run and
+// by the shims' stream guards. nullptr when none is set.
+Stream* current_stream();
+void set_current_stream(Stream* stream);
+
+// The stream a CUDA allocation on `device` should be ordered on right now:
+// the current stream when it is on that device, else the shared stream.
+aotirt_status stream_for_device(int device, StreamRef* out);
+
+// Makes `device` current for a scope and restores the previous one.
+class DeviceGuard {
+ public:
+  DeviceGuard() = default;
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  ~DeviceGuard();
+  aotirt_status enter(int device);
+
+ private:
+  int previous_ = -1;
+};
+
+// Raises the release threshold of the device's default memory pool once, so
+// that memory freed stream-ordered stays in the pool for the next run instead
+// of going back to the driver (which would cost a sync-like round trip).
+aotirt_status configure_pool(int device);
+
+}  // namespace aotirt

@@ -1,0 +1,171 @@
+#include "tensor.h"
+
+#include <cstdlib>
+#include <limits>
+#include <new>
+#include <string>
+
+#include "errors.h"
+
+namespace aotirt {
+
+Storage::~Storage() {
+  if (owner == Owner::Pool) {
+    if (data) {
+      // Every other stream that used the memory must be done with it before
+      // the pool hands it out again; the waits are on the device, not here.
+      for (const StreamRef& user : other_users_) user->order_before(stream.get());
+      // Errors cannot be reported from a destructor; after a sticky CUDA
+      // error the context, and this memory with it, is gone anyway.
+      cudaFreeAsync(data, stream->handle);
+    }
+  } else if (owner == Owner::Host) {
+    std::free(data);
+  } else if (release) {
+    release(release_ctx);
+  }
+}
+
+void Storage::record_user(Stream* user) {
+  std::lock_guard<std::mutex> lock(users_mutex_);
+  for (const StreamRef& known : other_users_)
+    if (known.get() == user) return;
+  other_users_.push_back(StreamRef::share(user));
+}
+
+aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
+                               const StreamRef& stream, StorageRef* out) {
+  auto storage = StorageRef::adopt(new (std::nothrow) Storage());
+  if (!storage) return fail(AOTIRT_ERROR_MEMORY, "out of host memory for a tensor storage");
+  storage->nbytes = nbytes;
+  storage->device_type = device_type;
+  storage->device_index = device_index;
+  if (device_type == AOTIRT_DEVICE_CUDA) {
+    storage->owner = Storage::Owner::Pool;
+    storage->stream = stream;
+    if (nbytes > 0) {
+      AOTIRT_TRY(configure_pool(device_index));
+      cudaError_t err = cudaMallocAsync(&storage->data, nbytes, stream->handle);
+      if (err != cudaSuccess)
+        return fail_cuda(err, "cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on cuda:" +
+                                  std::to_string(device_index));
+    }
+  } else {
+    storage->owner = Storage::Owner::Host;
+    if (nbytes > 0) {
+      // 64-byte alignment keeps vectorised CPU kernels on their fast path.
+      size_t rounded = (nbytes + 63) / 64 * 64;
+      storage->data = std::aligned_alloc(64, rounded);
+      if (!storage->data)
+        return fail(AOTIRT_ERROR_MEMORY, "out of host memory: could not allocate " +
+                                             std::to_string(nbytes) + " bytes");
+    }
+  }
+  *out = std::move(storage);
+  return AOTIRT_OK;
+}
+
+size_t dtype_itemsize(int32_t dtype) {
+  switch (dtype) {
+    case 0: case 1: case 11: return 1;      // u8, i8, bool
+    case 2: case 5: case 15: return 2;      // i16, f16, bf16
+    case 3: case 6: return 4;               // i32, f32
+    case 4: case 7: return 8;               // i64, f64
+    default: return 0;
+  }
+}
+
+const char* dtype_name(int32_t dtype) {
+  switch (dtype) {
+    case 0: return "uint8";
+    case 1: return "int8";
+    case 2: return "int16";
+    case 3: return "int32";
+    case 4: return "int64";
+    case 5: return "float16";
+    case 6: return "float32";
+    case 7: return "float64";
+    case 11: return "bool";
+    case 15: return "bfloat16";
+    default: return "unsupported";
+  }
+}
+
+aotirt_status check_shape(int64_t ndim, const int64_t* sizes) {
+  if (ndim < 0 || ndim > AOTIRT_MAX_DIMS)
+    return fail(AOTIRT_ERROR_VALUE, "tensors have 0 to " + std::to_string(AOTIRT_MAX_DIMS) +
+                                        " dimensions, got " + std::to_string(ndim));
+  int64_t numel = 1;
+  for (int64_t d = 0; d < ndim; ++d) {
+    if (sizes[d] < 0)
+      return fail(AOTIRT_ERROR_VALUE, "size of dimension " + std::to_string(d) +
+                                          " is negative (" + std::to_string(sizes[d]) + ")");
+    if (sizes[d] > 0 && numel > std::numeric_limits<int64_t>::max() / sizes[d])
+      return fail(AOTIRT_ERROR_VALUE, "shape has more elements than fit in int64");
+    numel *= sizes[d];
+  }
+  return AOTIRT_OK;
+}
+
+void contiguous_strides(int64_t ndim, const int64_t* sizes, int64_t* strides) {
+  int64_t stride = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    strides[d] = stride;
+    stride *= sizes[d] > 1 ? sizes[d] : 1;
+  }
+}
+
+aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes,
+                          const int64_t* strides, int64_t storage_offset, int32_t dtype,
+                          StreamRef stream, Tensor** out) {
+  AOTIRT_TRY(check_shape(ndim, sizes));
+  if (dtype_itemsize(dtype) == 0)
+    return fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
+  auto* t = new (std::nothrow) Tensor();
+  if (!t) return fail(AOTIRT_ERROR_MEMORY, "out of host memory for a tensor");
+  t->storage = std::move(storage);
+  t->ndim = ndim;
+  for (int64_t d = 0; d < ndim; ++d) t->sizes[d] = sizes[d];
+  if (strides) {
+    for (int64_t d = 0; d < ndim; ++d) t->strides[d] = strides[d];
+  } else {
+    contiguous_strides(ndim, sizes, t->strides);
+  }
+  t->storage_offset = storage_offset;
+  t->dtype = dtype;
+  t->stream = std::move(stream);
+  *out = t;
+  return AOTIRT_OK;
+}
+
+Tensor* alias(const Tensor& t) { return new (std::nothrow) Tensor(t); }
+
+}  // namespace aotirt
+
+int64_t AtenTensorOpaque::numel() const {
+  int64_t n = 1;
+  for (int64_t d = 0; d < ndim; ++d) n *= sizes[d];
+  return n;
+}
+
+bool AtenTensorOpaque::is_contiguous() const {
+  int64_t expected = 1;
+  for (int64_t d = ndim - 1; d >= 0; --d) {
+    if (sizes[d] == 1) continue;  // a size-1 dimension's stride never matters
+    if (strides[d] != expected) return false;
+    expected *= sizes[d];
+  }
+  return true;
+}
+
+void* AtenTensorOpaque::data() const {
+  if (!storage || !storage->data) return nullptr;
+  return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(itemsize());
+}
+
+size_t AtenTensorOpaque::extent_bytes() const {
+  if (numel() == 0) return 0;
+  int64_t last = 0;
+  for (int64_t d = 0; d < ndim; ++d) last += (sizes[d] - 1) * strides[d];
+  return static_cast<size_t>(last + 1) * itemsize();
+}

@@ -1,0 +1,87 @@
+// Tensors and their storage: the object behind every AtenTensorHandle.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <vector>
+
+#include "aotirt/aotirt.h"
+#include "ref.h"
+#include "stream.h"
+
+namespace aotirt {
+
+// Bytes of memory, shared by every tensor that aliases it.
+struct Storage : RefCounted {
+  enum class Owner {
+    Pool,       // cudaMallocAsync'd on `stream`; freed there with cudaFreeAsync
+    Host,       // malloc'd host memory
+    Borrowed,   // someone else's; `release(release_ctx)` runs when the last alias goes
+  };
+
+  void* data = nullptr;
+  size_t nbytes = 0;
+  int32_t device_type = AOTIRT_DEVICE_CPU;
+  int32_t device_index = 0;
+  Owner owner = Owner::Borrowed;
+  StreamRef stream;
+  void (*release)(void*) = nullptr;
+  void* release_ctx = nullptr;
+
+  ~Storage();
+
+  // Notes that `user` (another stream than `stream`) reads or writes this
+  // storage, so that the stream-ordered free waits for it too.
+  void record_user(Stream* user);
+
+ private:
+  std::mutex users_mutex_;
+  std::vector<StreamRef> other_users_;
+};
+
+using StorageRef = Ref<Storage>;
+
+aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
+                               const StreamRef& stream, StorageRef* out);
+
+size_t dtype_itemsize(int32_t dtype);  // 0 for unsupported codes
+const char* dtype_name(int32_t dtype);
+
+// Checks ndim and the sizes (non-negative, product fits in int64).
+aotirt_status check_shape(int64_t ndim, const int64_t* sizes);
+void contiguous_strides(int64_t ndim, const int64_t* sizes, int64_t* strides);
+
+}  // namespace aotirt
+
+// The C API's aotirt_tensor and the shims' AtenTensorHandle point to this.
+struct AtenTensorOpaque {
+  aotirt::StorageRef storage;
+  int64_t ndim = 0;
+  int64_t sizes[AOTIRT_MAX_DIMS] = {};
+  int64_t strides[AOTIRT_MAX_DIMS] = {};  // in elements
+  int64_t storage_offset = 0;             // in elements
+  int32_t dtype = 6;
+  // The stream the work that produces this tensor was queued on; copies and
+  // consumers order themselves after it. Empty for CPU tensors.
+  aotirt::StreamRef stream;
+
+  int64_t numel() const;
+  bool is_contiguous() const;
+  void* data() const;
+  size_t itemsize() const { return aotirt::dtype_itemsize(dtype); }
+  // Bytes from the first element's address to one past the furthest element.
+  // Requires non-negative strides.
+  size_t extent_bytes() const;
+};
+
+namespace aotirt {
+using Tensor = AtenTensorOpaque;
+
+// A new tensor aliasing `storage` with the given view (sizes/strides copied).
+aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes,
+                          const int64_t* strides, int64_t storage_offset, int32_t dtype,
+                          StreamRef stream, Tensor** out);
+// A new handle to the same view and storage as `t`; nullptr when out of memory.
+Tensor* alias(const Tensor& t);
+}  // namespace aotirt

@@ -1,0 +1,76 @@
+// The AOTInductor ABI types that model libraries and aotirt must agree on.
+//
+// These mirror torch/csrc/inductor/aoti_runtime/interface.h and
+// torch/csrc/inductor/aoti_torch/c/shim.h: the names, the integer widths and
+// the calling convention are part of the contract with libraries compiled by
+// torch, so none of them may change here.
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Every aoti_torch_* shim returns one of these.
+typedef int32_t AOTITorchError;
+#define AOTI_TORCH_SUCCESS 0
+#define AOTI_TORCH_FAILURE 1
+
+// Every AOTInductorModelContainer* entry point returns one of these (0 = ok).
+typedef int32_t AOTIRuntimeError;
+
+struct AtenTensorOpaque;
+typedef struct AtenTensorOpaque* AtenTensorHandle;
+
+struct CUDAStreamGuardOpaque;
+typedef struct CUDAStreamGuardOpaque* CUDAStreamGuardHandle;
+
+struct AOTIProxyExecutorOpaque;
+typedef struct AOTIProxyExecutorOpaque* AOTIProxyExecutorHandle;
+
+struct AOTInductorModelContainerOpaque;
+typedef struct AOTInductorModelContainerOpaque* AOTInductorModelContainerHandle;
+
+struct AOTInductorStreamOpaque;
+typedef struct AOTInductorStreamOpaque* AOTInductorStreamHandle;
+
+// Function types of the container entry points, in the order aotirt resolves
+// them. Signatures follow interface.h exactly.
+typedef AOTIRuntimeError (*AOTInductorModelContainerCreateWithDeviceFunc)(
+    AOTInductorModelContainerHandle* container_handle, size_t num_models,
+    const char* device_str, const char* cubin_dir);
+typedef AOTIRuntimeError (*AOTInductorModelContainerDeleteFunc)(
+    AOTInductorModelContainerHandle container_handle);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetNumInputsFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t* ret_num_inputs);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetNumOutputsFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t* ret_num_outputs);
+// Input handles are stolen by the model; output handles are created by the
+// model and owned by the caller afterwards. Both arrays are borrowed.
+typedef AOTIRuntimeError (*AOTInductorModelContainerRunFunc)(
+    AOTInductorModelContainerHandle container_handle,
+    AtenTensorHandle* input_handles, size_t num_inputs,
+    AtenTensorHandle* output_handles, size_t num_outputs,
+    AOTInductorStreamHandle stream_handle,
+    AOTIProxyExecutorHandle proxy_executor_handle);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetInputNameFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t input_idx,
+    const char** ret_input_names);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetOutputNameFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t output_idx,
+    const char** ret_output_names);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetCallSpecFunc)(
+    AOTInductorModelContainerHandle container_handle, const char** in_spec,
+    const char** out_spec);
+typedef AOTIRuntimeError (*AOTInductorModelUpdateConstantsFromBlobFunc)(
+    AOTInductorModelContainerHandle container_handle,
+    const uint8_t* weight_blob_ptr);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetNumConstantsFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t* num_constants);
+typedef AOTIRuntimeError (*AOTInductorGetLastErrorFunc)(const char** error_msg);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif

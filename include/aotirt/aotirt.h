@@ -1,0 +1,148 @@
+// The public C API of libaotirt.so: tensors, streams, handles and the copy
+// routine. Python (pyx/aotirt) and the C benchmark harness (bench/) both call
+// exactly these functions, so a figure measured in C is the floor of the same
+// operation in Python.
+//
+// Conventions:
+// - Every function that can fail returns an aotirt_status. On failure the
+//   thread's last error (aotirt_last_error_*) says what failed and why.
+// - An aotirt_tensor* is an AtenTensorHandle: one owner, deleted with
+//   aotirt_tensor_free. Its storage is reference counted and shared by aliases.
+// - Sizes and strides are in elements (torch's convention).
+// - The host waits for the GPU only inside aotirt_copy_to_host.
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "aotirt/aoti_abi.h"
+
+#if defined(AOTIRT_BUILDING_CORE)
+#define AOTIRT_API __attribute__((visibility("default")))
+#else
+#define AOTIRT_API
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef enum aotirt_status {
+  AOTIRT_OK = 0,
+  AOTIRT_ERROR_CUDA = 1,       // a CUDA call failed: aotirt_last_error_cuda_code
+  AOTIRT_ERROR_AOTI = 2,       // loading a model library or running it failed
+  AOTIRT_ERROR_VALUE = 3,      // a wrong value: shape, count, device, index
+  AOTIRT_ERROR_TYPE = 4,       // a wrong kind of thing: dtype
+  AOTIRT_ERROR_CLOSED = 5,     // the handle was closed
+  AOTIRT_ERROR_MEMORY = 6,     // host memory could not be allocated
+} aotirt_status;
+
+enum { AOTIRT_DEVICE_CPU = 0, AOTIRT_DEVICE_CUDA = 1 };
+enum { AOTIRT_MAX_DIMS = 16 };
+
+typedef struct AtenTensorOpaque aotirt_tensor;
+typedef struct aotirt_stream aotirt_stream;
+typedef struct aotirt_handle aotirt_handle;
+
+// ---- errors (thread-local) -------------------------------------------------
+AOTIRT_API const char* aotirt_last_error_message(void);
+// The cudaError_t of the last AOTIRT_ERROR_CUDA, and its name
+// ("cudaErrorNoDevice"), or 0 and "" when the last error was not CUDA's.
+AOTIRT_API int aotirt_last_error_cuda_code(void);
+AOTIRT_API const char* aotirt_last_error_cuda_name(void);
+
+// ---- devices ---------------------------------------------------------------
+// Number of usable CUDA devices; 0 (not an error) when there is no driver.
+AOTIRT_API int aotirt_device_count(void);
+
+// ---- dtypes ----------------------------------------------------------------
+// Bytes per element of a c10 dtype code, or 0 if aotirt does not support it.
+AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype);
+
+// ---- streams ---------------------------------------------------------------
+// Each returns a new reference, released with aotirt_stream_release.
+// The shared stream of a device: one per device per process, created
+// non-blocking on first use and destroyed when its last user is gone.
+AOTIRT_API aotirt_status aotirt_stream_shared(int device, aotirt_stream** out);
+// A new non-blocking stream owned by the returned reference.
+AOTIRT_API aotirt_status aotirt_stream_create(int device, aotirt_stream** out);
+// Wraps a stream someone else owns (never destroyed by aotirt).
+AOTIRT_API aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out);
+AOTIRT_API aotirt_stream* aotirt_stream_retain(aotirt_stream* stream);
+AOTIRT_API void aotirt_stream_release(aotirt_stream* stream);
+AOTIRT_API void* aotirt_stream_handle(const aotirt_stream* stream);
+AOTIRT_API int aotirt_stream_device(const aotirt_stream* stream);
+
+// ---- tensors ---------------------------------------------------------------
+// Uninitialised contiguous tensor. A CUDA tensor is allocated stream-ordered
+// on `stream` (NULL: the device's shared stream) and belongs to it.
+AOTIRT_API aotirt_status aotirt_tensor_empty(
+    int64_t ndim, const int64_t* sizes, int32_t dtype, int32_t device_type,
+    int32_t device_index, aotirt_stream* stream, aotirt_tensor** out);
+// Borrows host memory: `release(release_ctx)` runs when the last alias of the
+// storage is gone (from whichever thread drops it).
+AOTIRT_API aotirt_status aotirt_tensor_wrap_host(
+    void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides,
+    int32_t dtype, void (*release)(void*), void* release_ctx,
+    aotirt_tensor** out);
+// Uploads contiguous host data to a new CUDA tensor with cudaMemcpyAsync on
+// `stream` (NULL: the shared stream). No host wait.
+AOTIRT_API aotirt_status aotirt_tensor_upload(
+    const void* host_data, int64_t ndim, const int64_t* sizes, int32_t dtype,
+    int32_t device_index, aotirt_stream* stream, aotirt_tensor** out);
+AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t);
+
+AOTIRT_API int64_t aotirt_tensor_ndim(const aotirt_tensor* t);
+AOTIRT_API const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t);
+AOTIRT_API const int64_t* aotirt_tensor_strides(const aotirt_tensor* t);
+AOTIRT_API int64_t aotirt_tensor_numel(const aotirt_tensor* t);
+AOTIRT_API int32_t aotirt_tensor_dtype(const aotirt_tensor* t);
+AOTIRT_API int32_t aotirt_tensor_device_type(const aotirt_tensor* t);
+AOTIRT_API int32_t aotirt_tensor_device_index(const aotirt_tensor* t);
+// Address of the first element (storage offset included).
+AOTIRT_API void* aotirt_tensor_data(const aotirt_tensor* t);
+AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t);
+// The stream the tensor's producing work was queued on (NULL for CPU), as a
+// borrowed pointer valid while the tensor lives.
+AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t);
+
+// ---- the copy routine --------------------------------------------------------
+// Copies `t` into `dst`, `dst_nbytes` bytes of C-contiguous host memory. For a
+// CUDA tensor the copy is queued on the tensor's stream (a strided source is
+// first made contiguous there) and then the host waits for that stream: this
+// is the only cudaStreamSynchronize in aotirt.
+AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes);
+
+// ---- handles -----------------------------------------------------------------
+// Opens a model library for `device_type`/`device_index`. A CUDA handle runs
+// on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
+AOTIRT_API aotirt_status aotirt_handle_open(
+    const char* path, int32_t device_type, int32_t device_index,
+    aotirt_stream* stream, aotirt_handle** out);
+AOTIRT_API size_t aotirt_handle_num_inputs(const aotirt_handle* h);
+AOTIRT_API size_t aotirt_handle_num_outputs(const aotirt_handle* h);
+// Name of input/output i, or NULL when the library does not export names.
+AOTIRT_API const char* aotirt_handle_input_name(const aotirt_handle* h, size_t i);
+AOTIRT_API const char* aotirt_handle_output_name(const aotirt_handle* h, size_t i);
+AOTIRT_API bool aotirt_handle_is_closed(const aotirt_handle* h);
+AOTIRT_API int32_t aotirt_handle_device_type(const aotirt_handle* h);
+AOTIRT_API int32_t aotirt_handle_device_index(const aotirt_handle* h);
+// Borrowed; NULL for a CPU handle.
+AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h);
+// Runs the model once. `inputs` are borrowed (the model gets fresh aliases);
+// `outputs` receives num_outputs new tensors owned by the caller. Returns as
+// soon as the work is queued.
+AOTIRT_API aotirt_status aotirt_handle_run(
+    aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
+    aotirt_tensor** outputs, size_t num_outputs);
+// Deletes the model container. The library itself is unloaded only once the
+// work queued by this handle has finished (checked without waiting). A
+// second close does nothing.
+AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h);
+// Closes (if needed) and frees the handle object.
+AOTIRT_API void aotirt_handle_free(aotirt_handle* h);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif

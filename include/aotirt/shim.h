@@ -1,0 +1,103 @@
+// The aoti_torch_* functions that generated model code calls, implemented by
+// libaotirt.so with torch's exact names and signatures (see torch's
+// torch/csrc/inductor/aoti_torch/c/shim.h). A model library built without
+// libtorch leaves these undefined and resolves them from the process, which
+// is why libaotirt.so is made globally visible before a model is opened.
+//
+// Codes are c10's: dtype u8 0, i8 1, i16 2, i32 3, i64 4, f16 5, f32 6,
+// f64 7, bool 11, bf16 15; device type cpu 0, cuda 1.
+#pragma once
+
+#include <stdbool.h>
+
+#include "aotirt/aoti_abi.h"
+
+#if defined(AOTIRT_BUILDING_CORE)
+#define AOTI_SHIM_EXPORT __attribute__((visibility("default")))
+#else
+#define AOTI_SHIM_EXPORT
+#endif
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+// Constants. Generated code asks for these while the library is being opened.
+AOTI_SHIM_EXPORT int32_t aoti_torch_device_type_cpu(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_device_type_cuda(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_float8_e5m2(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_float8_e4m3fn(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_bfloat16(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_float16(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_float32(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_float64(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_uint8(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_int8(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_int16(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_int32(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_int64(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_dtype_bool(void);
+AOTI_SHIM_EXPORT size_t aoti_torch_dtype_element_size(int32_t dtype);
+AOTI_SHIM_EXPORT int32_t aoti_torch_layout_strided(void);
+AOTI_SHIM_EXPORT int32_t aoti_torch_memory_format_contiguous_format(void);
+
+AOTI_SHIM_EXPORT bool aoti_torch_grad_mode_is_enabled(void);
+AOTI_SHIM_EXPORT void aoti_torch_grad_mode_set_enabled(bool enabled);
+
+// Tensor objects.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_new_tensor_handle(AtenTensorHandle orig_handle, AtenTensorHandle* new_handle);
+
+// Creation. CUDA memory comes from the device's stream-ordered pool, on the
+// thread's current stream.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_empty_strided(
+    int64_t ndim, const int64_t* sizes_ptr, const int64_t* strides_ptr,
+    int32_t dtype, int32_t device_type, int32_t device_index,
+    AtenTensorHandle* ret_new_tensor);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob(
+    void* data, int64_t ndim, const int64_t* sizes_ptr,
+    const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
+    int32_t device_type, int32_t device_index, AtenTensorHandle* ret);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_create_tensor_from_blob_v2(
+    void* data, int64_t ndim, const int64_t* sizes_ptr,
+    const int64_t* strides_ptr, int64_t storage_offset, int32_t dtype,
+    int32_t device_type, int32_t device_index, AtenTensorHandle* ret,
+    int32_t layout, const uint8_t* opaque_metadata,
+    int64_t opaque_metadata_size);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch__reinterpret_tensor(
+    AtenTensorHandle self, int64_t ndim, const int64_t* sizes_ptr,
+    const int64_t* strides_ptr, int64_t storage_offset,
+    AtenTensorHandle* ret_new_tensor);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_clone(AtenTensorHandle self, AtenTensorHandle* ret);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTensorHandle* ret);
+// Copies src into self. A CPU destination from a CUDA source goes through the
+// copy routine and therefore waits; every other direction is stream-ordered.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking);
+
+// Streams.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(
+    void* stream, int32_t device_index, CUDAStreamGuardHandle* ret_guard);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
+
+// Diagnostics. aoti_torch_check records the message as the thread's last
+// error (the model then fails its run and aotirt reports that message).
+AOTI_SHIM_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
+AOTI_SHIM_EXPORT void aoti_torch_check(bool cond, const char* func, const char* file, uint32_t line, const char* msg);
+
+#ifdef __cplusplus
+}  // extern "C"
+#endif

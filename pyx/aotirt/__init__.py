@@ -1,0 +1,28 @@
+"""aotirt: run ahead-of-time compiled models (AOTInductor libraries) from Python.
+
+One loaded model library is a handle. Every CUDA handle of a device runs on
+one shared stream, and the host waits for the GPU only when data is copied
+back to it (:func:`copy_to_host`, :meth:`Tensor.numpy`).
+
+``import aotirt`` does no CUDA work and does not import numpy.
+"""
+
+from aotirt._errors import AotiError, CudaError
+from aotirt._handle import AotiHandle, CudaHandle
+from aotirt._stream import Stream, device_count
+from aotirt._tensor import Tensor, asarray, copy_to_host
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
+    "asarray", "copy_to_host", "device_count", "models",
+]
+
+
+def __getattr__(name):
+    # Submodules that import time does not need load on first use.
+    if name == "models":
+        import aotirt.models
+        return aotirt.models
+    raise AttributeError(f"module 'aotirt' has no attribute {name!r}")

@@ -1,0 +1,78 @@
+# Declarations of libaotirt's public C API (include/aotirt/aotirt.h).
+from libc.stdint cimport int32_t, int64_t
+
+cdef extern from "aotirt/aotirt.h" nogil:
+    ctypedef enum aotirt_status:
+        AOTIRT_OK
+        AOTIRT_ERROR_CUDA
+        AOTIRT_ERROR_AOTI
+        AOTIRT_ERROR_VALUE
+        AOTIRT_ERROR_TYPE
+        AOTIRT_ERROR_CLOSED
+        AOTIRT_ERROR_MEMORY
+
+    enum:
+        AOTIRT_DEVICE_CPU
+        AOTIRT_DEVICE_CUDA
+        AOTIRT_MAX_DIMS
+
+    ctypedef struct aotirt_tensor:
+        pass
+    ctypedef struct aotirt_stream:
+        pass
+    ctypedef struct aotirt_handle:
+        pass
+
+    const char* aotirt_last_error_message()
+    int aotirt_last_error_cuda_code()
+    const char* aotirt_last_error_cuda_name()
+
+    int aotirt_device_count()
+    size_t aotirt_dtype_itemsize(int32_t dtype)
+
+    aotirt_status aotirt_stream_shared(int device, aotirt_stream** out)
+    aotirt_status aotirt_stream_create(int device, aotirt_stream** out)
+    aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out)
+    aotirt_stream* aotirt_stream_retain(aotirt_stream* stream)
+    void aotirt_stream_release(aotirt_stream* stream)
+    void* aotirt_stream_handle(const aotirt_stream* stream)
+    int aotirt_stream_device(const aotirt_stream* stream)
+
+    aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes, int32_t dtype,
+                                      int32_t device_type, int32_t device_index,
+                                      aotirt_stream* stream, aotirt_tensor** out)
+    aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const int64_t* sizes,
+                                          const int64_t* strides, int32_t dtype,
+                                          void (*release)(void*) noexcept nogil, void* release_ctx,
+                                          aotirt_tensor** out)
+    aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndim, const int64_t* sizes,
+                                       int32_t dtype, int32_t device_index, aotirt_stream* stream,
+                                       aotirt_tensor** out)
+    void aotirt_tensor_free(aotirt_tensor* t)
+    int64_t aotirt_tensor_ndim(const aotirt_tensor* t)
+    const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t)
+    const int64_t* aotirt_tensor_strides(const aotirt_tensor* t)
+    int64_t aotirt_tensor_numel(const aotirt_tensor* t)
+    int32_t aotirt_tensor_dtype(const aotirt_tensor* t)
+    int32_t aotirt_tensor_device_type(const aotirt_tensor* t)
+    int32_t aotirt_tensor_device_index(const aotirt_tensor* t)
+    void* aotirt_tensor_data(const aotirt_tensor* t)
+    bint aotirt_tensor_is_contiguous(const aotirt_tensor* t)
+    aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t)
+
+    aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
+
+    aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
+                                     aotirt_stream* stream, aotirt_handle** out)
+    size_t aotirt_handle_num_inputs(const aotirt_handle* h)
+    size_t aotirt_handle_num_outputs(const aotirt_handle* h)
+    const char* aotirt_handle_input_name(const aotirt_handle* h, size_t i)
+    const char* aotirt_handle_output_name(const aotirt_handle* h, size_t i)
+    bint aotirt_handle_is_closed(const aotirt_handle* h)
+    int32_t aotirt_handle_device_type(const aotirt_handle* h)
+    int32_t aotirt_handle_device_index(const aotirt_handle* h)
+    aotirt_stream* aotirt_handle_stream(const aotirt_handle* h)
+    aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
+                                    aotirt_tensor** outputs, size_t num_outputs)
+    aotirt_status aotirt_handle_close(aotirt_handle* h)
+    void aotirt_handle_free(aotirt_handle* h)

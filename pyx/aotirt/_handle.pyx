@@ -1,0 +1,235 @@
+"""Handles: a loaded model library, run from Python at C speed."""
+
+import os
+
+from libc.stdint cimport int32_t
+from libc.stdlib cimport free, malloc
+
+from aotirt._capi cimport (
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
+    aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
+    aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
+    aotirt_handle_run, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_tensor,
+)
+from aotirt._errors cimport check
+from aotirt._stream cimport Stream, as_stream, stream_from_reference
+from aotirt._tensor cimport Tensor, as_input, parse_device, wrap_tensor
+
+# Runs with at most this many inputs or outputs use arrays on the C stack.
+cdef enum:
+    INLINE_ARGS = 16
+
+
+cdef class AotiHandle:
+    """A model library that exports the AOTInductor container C ABI.
+
+    ``AotiHandle`` runs libraries built for the CPU; :class:`CudaHandle`
+    (a subclass) adds the CUDA stream. Loading a library runs its code:
+    load only libraries you trust.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model library (``.so``).
+    device : "cpu"
+        The device the library was built for.
+
+    Examples
+    --------
+    >>> h = aotirt.AotiHandle(aotirt.models.path("add_mul", "cpu"))
+    >>> a = np.ones(4, np.float32)
+    >>> h.run([a, a, a])[0].numpy()
+    array([2., 2., 2., 2.], dtype=float32)
+    """
+
+    cdef aotirt_handle* _h
+    cdef readonly str path
+    cdef size_t _num_inputs
+    cdef size_t _num_outputs
+    cdef int32_t _device_type
+    cdef int _device_index
+
+    def __init__(self, path, device="cpu"):
+        device_type, device_index = parse_device(device)
+        if device_type != AOTIRT_DEVICE_CPU:
+            raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
+        self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
+
+    cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
+        self.path = os.fspath(path)
+        cdef bytes encoded = os.fsencode(self.path)
+        cdef const char* c_path = encoded
+        cdef aotirt_handle* h = NULL
+        cdef aotirt_status status
+        with nogil:
+            status = aotirt_handle_open(c_path, device_type, device_index, stream, &h)
+        check(status)
+        self._h = h
+        self._device_type = device_type
+        self._device_index = device_index
+        self._num_inputs = aotirt_handle_num_inputs(h)
+        self._num_outputs = aotirt_handle_num_outputs(h)
+        return 0
+
+    def __dealloc__(self):
+        if self._h is not NULL:
+            # Closing deletes the container; a CUDA library is unloaded only
+            # once its queued kernels are done, so nothing waits here.
+            aotirt_handle_free(self._h)
+            self._h = NULL
+
+    def run(self, inputs):
+        """Run the model once and return its outputs.
+
+        Parameters
+        ----------
+        inputs : sequence of Tensor or arrays
+            One per model input. Tensors are passed without a copy; host
+            arrays are wrapped (CPU) or uploaded on the handle's stream (CUDA)
+            without a host wait. Strided host arrays are copied first.
+
+        Returns
+        -------
+        list of Tensor
+            As soon as the work is queued; the data is there once read back.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        cdef Py_ssize_t n = len(inputs)
+        if <size_t>n != self._num_inputs:
+            raise ValueError(f"the model takes {self._num_inputs} inputs, got {n}")
+        cdef aotirt_tensor* inline_in[INLINE_ARGS]
+        cdef aotirt_tensor* inline_out[INLINE_ARGS]
+        cdef aotirt_tensor** c_in = inline_in
+        cdef aotirt_tensor** c_out = inline_out
+        cdef size_t n_out = self._num_outputs
+        if <size_t>n > INLINE_ARGS:
+            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
+        if n_out > INLINE_ARGS:
+            c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
+        # Tensors made from host arrays for this call; they stay alive until
+        # the run is queued (the model takes its own aliases).
+        cdef list made = None
+        cdef Tensor t
+        cdef aotirt_stream* stream = aotirt_handle_stream(self._h)
+        cdef aotirt_status status
+        cdef Py_ssize_t i
+        try:
+            if c_in is NULL or c_out is NULL:
+                raise MemoryError()
+            for i in range(n):
+                obj = inputs[i]
+                if type(obj) is Tensor:
+                    c_in[i] = (<Tensor>obj)._t
+                    continue
+                t = as_input(obj, i, self._device_type, self._device_index, stream)
+                if made is None:
+                    made = []
+                made.append(t)
+                c_in[i] = t._t
+            with nogil:
+                status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
+            check(status)
+            return [wrap_tensor(c_out[i]) for i in range(n_out)]
+        finally:
+            if c_in is not inline_in:
+                free(c_in)
+            if c_out is not inline_out:
+                free(c_out)
+
+    def close(self):
+        """Delete the model container. Closing a closed handle does nothing."""
+        if self._h is NULL:
+            return
+        with nogil:
+            check(aotirt_handle_close(self._h))
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    @property
+    def closed(self):
+        return self._h is NULL or aotirt_handle_is_closed(self._h)
+
+    @property
+    def num_inputs(self):
+        return self._num_inputs
+
+    @property
+    def num_outputs(self):
+        return self._num_outputs
+
+    @property
+    def input_names(self):
+        """Input names, or None when the library does not export them."""
+        return self._names(True)
+
+    @property
+    def output_names(self):
+        """Output names, or None when the library does not export them."""
+        return self._names(False)
+
+    cdef object _names(self, bint inputs):
+        cdef size_t count = self._num_inputs if inputs else self._num_outputs
+        cdef const char* name
+        names = []
+        for i in range(count):
+            name = aotirt_handle_input_name(self._h, i) if inputs else aotirt_handle_output_name(self._h, i)
+            if name is NULL:
+                return None
+            names.append(name.decode("utf-8", "replace"))
+        return names
+
+    @property
+    def device(self):
+        if self._device_type == AOTIRT_DEVICE_CPU:
+            return "cpu"
+        return f"cuda:{self._device_index}"
+
+    def __repr__(self):
+        state = "closed" if self.closed else f"{self._num_inputs} inputs, {self._num_outputs} outputs"
+        return f"<aotirt.{type(self).__name__} {self.path!r} on {self.device}, {state}>"
+
+
+cdef class CudaHandle(AotiHandle):
+    """A model library built for CUDA, run on a stream without host waits.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        The model library (``.so``).
+    device : int or "cuda:N"
+        The GPU.
+    stream : Stream, object with ``__cuda_stream__``, or None
+        None (the default) is the device's shared stream, which every
+        CudaHandle of the device uses: their runs are ordered one after the
+        other with no host wait between them.
+
+    Raises
+    ------
+    CudaError
+        When there is no usable GPU (the error carries CUDA's name, e.g.
+        ``cudaErrorNoDevice``).
+    """
+
+    cdef Stream _stream
+
+    def __init__(self, path, device=0, stream=None):
+        device_type, device_index = parse_device(device)
+        if device_type != AOTIRT_DEVICE_CUDA:
+            raise ValueError(f"CudaHandle runs on a GPU; use AotiHandle for device {device!r}")
+        cdef Stream chosen = None
+        if stream is not None:
+            chosen = as_stream(stream, device_index)
+        self._open(path, AOTIRT_DEVICE_CUDA, device_index, chosen._stream if chosen is not None else NULL)
+        self._stream = stream_from_reference(aotirt_stream_retain(aotirt_handle_stream(self._h)),
+                                             chosen._owner if chosen is not None else None)
+
+    @property
+    def stream(self):
+        """The :class:`Stream` this handle runs on."""
+        return self._stream
