@@ -1,14 +1,12 @@
 #include "handle.h"
 
 #include <dlfcn.h>
-#include <sys/stat.h>
 
-#include <cerrno>
-#include <cstring>
 #include <deque>
 #include <new>
 #include <utility>
 
+#include "elf_check.h"
 #include "errors.h"
 
 namespace aotirt {
@@ -91,11 +89,7 @@ aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** o
 }
 
 aotirt_status aotirt_handle::load(const std::string& device_str) {
-  struct stat info {};
-  if (stat(path_.c_str(), &info) != 0)
-    return fail(AOTIRT_ERROR_AOTI, "cannot open model library " + path_ + ": " + std::strerror(errno));
-  if (!S_ISREG(info.st_mode))
-    return fail(AOTIRT_ERROR_AOTI, "cannot open model library " + path_ + ": not a regular file");
+  AOTIRT_TRY(check_shared_library(path_));
   AOTIRT_TRY(make_runtime_global());
 
   // RTLD_LOCAL: two models may define the same internal symbols.

@@ -149,6 +149,7 @@ int64_t AtenTensorOpaque::numel() const {
 }
 
 bool AtenTensorOpaque::is_contiguous() const {
+  if (numel() == 0) return true;  // nothing to lay out (torch agrees)
   int64_t expected = 1;
   for (int64_t d = ndim - 1; d >= 0; --d) {
     if (sizes[d] == 1) continue;  // a size-1 dimension's stride never matters

@@ -332,7 +332,7 @@ def copy_to_host(Tensor tensor not None, out=None):
     cdef Py_buffer view
     try:
         PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
-    except BufferError as e:
+    except (BufferError, ValueError) as e:  # numpy raises ValueError for these
         raise ValueError(f"copy_to_host: out must be a writable C-contiguous array ({e})") from None
     except TypeError:
         raise TypeError(f"copy_to_host: out must be an array, got {type(out).__name__}") from None

@@ -1,0 +1,50 @@
+"""Small helpers shared by the tests."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def random_inputs(rng, shape, count=3):
+    """`count` float32 arrays of `shape` drawn from a normal distribution."""
+    return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
+
+
+def add_mul_reference(a, b, c):
+    """a * b + c computed in float64."""
+    return a.astype(np.float64) * b + c
+
+
+def assert_add_mul_close(out, a, b, c):
+    """`out` is a float32 a * b + c: within two roundings of the exact value.
+
+    A relative tolerance alone fails near cancellation (a*b close to -c), so
+    the bound scales with the operands, as float32 error does.
+    """
+    out = np.asarray(out)
+    assert out.dtype == np.float32 and out.shape == np.shape(a)
+    exact = add_mul_reference(a, b, c)
+    bound = 2 * np.finfo(np.float32).eps * (np.abs(a.astype(np.float64) * b) + np.abs(c))
+    assert np.all(np.isfinite(out))
+    assert np.all(np.abs(out - exact) <= bound + 1e-30), np.max(np.abs(out - exact) - bound)
+
+
+def run_python(code, env=None):
+    """Runs `code` in a fresh interpreter; returns the completed process."""
+    full_env = dict(os.environ)
+    if env:
+        full_env.update(env)
+    return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
+
+
+def device_free_bytes():
+    """Free device memory as the driver reports it (cuda-bindings, not aotirt)."""
+    from cuda.bindings import runtime
+
+    err, free, _total = runtime.cudaMemGetInfo()
+    assert err == runtime.cudaError_t.cudaSuccess, err
+    return free
