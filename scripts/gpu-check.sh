@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The whole GPU check, for a GPU machine (the H200 runner): build for the GPU,
+# run the full test suite with GPU tests required (a skip is a failure), run a
+# short benchmark, and print one summary line last.
+#
+#   scripts/gpu-check.sh            # logs under $OUT (the device tool) or /tmp/aotirt-gpu-check
+#
+# Uses the machine's python3 and what it has installed (Cython, numpy, pytest,
+# cuda-bindings): it installs nothing from the network.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+LOGS=${OUT:-/tmp/aotirt-gpu-check}
+mkdir -p "$LOGS"
+export PYTHONUNBUFFERED=1
+PY=${PYTHON:-python3}
+
+nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
+"$PY" -c 'import sys, Cython, numpy; print("python", sys.version.split()[0], "cython", Cython.__version__, "numpy", numpy.__version__)'
+
+start=$(date +%s)
+if ! "$PY" -m pip install --no-build-isolation --no-deps -e . >"$LOGS/build.log" 2>&1; then
+  tail -n 60 "$LOGS/build.log"
+  echo "gpu-check: FAILED at build"
+  exit 1
+fi
+echo "built in $(( $(date +%s) - start )) s"
+
+AOTIRT_REQUIRE_GPU=1 "$PY" -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tee "$LOGS/pytest.log"
+tests_rc=${PIPESTATUS[0]}
+tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$LOGS/pytest.log" | tail -n 1 | tr -d '=' | xargs)
+
+"$PY" bench/bench.py --quick --out "$LOGS/bench.jsonl" 2>&1 | tee "$LOGS/bench.log"
+bench_rc=${PIPESTATUS[0]}
+import_us=$("$PY" -X importtime -c "import aotirt" 2>&1 | tail -n 1 | cut -d'|' -f2 | xargs)
+
+dispatch=$(grep '"case": "dispatch"' "$LOGS/bench.jsonl" | "$PY" -c '
+import json, sys
+print(" ".join(f"{r[\"device\"]}={r[\"us_per_call\"]}us" for r in map(json.loads, sys.stdin)))')
+
+status=PASSED
+[ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] || status=FAILED
+echo "gpu-check: $status | tests: $tests_line | dispatch: $dispatch | import aotirt: ${import_us} us"
+[ "$status" = PASSED ]
