@@ -33,9 +33,12 @@ tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$LOG
 bench_rc=${PIPESTATUS[0]}
 import_us=$("$PY" -X importtime -c "import aotirt" 2>&1 | tail -n 1 | cut -d'|' -f2 | xargs)
 
-dispatch=$(grep '"case": "dispatch"' "$LOGS/bench.jsonl" | "$PY" -c '
+dispatch=$("$PY" - "$LOGS/bench.jsonl" <<'PYEOF'
 import json, sys
-print(" ".join(f"{r[\"device\"]}={r[\"us_per_call\"]}us" for r in map(json.loads, sys.stdin)))')
+rows = [json.loads(line) for line in open(sys.argv[1])]
+print(" ".join(f"{r['device']}={r['us_per_call']}us" for r in rows if r["case"] == "dispatch"))
+PYEOF
+)
 
 status=PASSED
 [ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] || status=FAILED
