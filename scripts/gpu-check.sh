@@ -25,7 +25,7 @@ if ! "$PY" -m pip install --no-build-isolation --no-deps -e . >"$LOGS/build.log"
 fi
 echo "built in $(( $(date +%s) - start )) s"
 
-AOTIRT_REQUIRE_GPU=1 "$PY" -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tee "$LOGS/pytest.log"
+AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tee "$LOGS/pytest.log"
 tests_rc=${PIPESTATUS[0]}
 tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$LOGS/pytest.log" | tail -n 1 | tr -d '=' | xargs)
 

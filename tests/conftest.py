@@ -28,6 +28,9 @@ def pytest_collection_modifyitems(config, items):
 def pytest_runtest_makereport(item, call):
     outcome = yield
     report = outcome.get_result()
+    if report.failed and os.environ.get("AOTIRT_REPORT_NOW") == "1":
+        # Print at once: a later crash of the interpreter would lose it.
+        print(f"\n--- {item.nodeid} ({report.when}) failed:\n{report.longreprtext}\n---", flush=True)
     if REQUIRE_GPU and report.skipped:
         report.outcome = "failed"
         report.longrepr = f"AOTIRT_REQUIRE_GPU=1 but {item.nodeid} was skipped: {report.longrepr}"

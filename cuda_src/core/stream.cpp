@@ -7,7 +7,12 @@
 
 #include "errors.h"
 
+namespace aotirt {
+void forget_shared_stream(aotirt_stream* stream);
+}
+
 aotirt_stream::~aotirt_stream() {
+  if (shared) aotirt::forget_shared_stream(this);
   // Neither call waits: CUDA releases the resources once queued work is done.
   if (order_event_) cudaEventDestroy(order_event_);
   if (owned && handle) cudaStreamDestroy(handle);
@@ -34,15 +39,6 @@ namespace {
 std::mutex registry_mutex;
 std::unordered_map<int, Stream*> shared_streams;
 
-class SharedStream : public Stream {
- public:
-  ~SharedStream() {
-    std::lock_guard<std::mutex> lock(registry_mutex);
-    auto it = shared_streams.find(device);
-    if (it != shared_streams.end() && it->second == this) shared_streams.erase(it);
-  }
-};
-
 aotirt_status new_nonblocking_stream(int device, cudaStream_t* out) {
   DeviceGuard guard;
   AOTIRT_TRY(guard.enter(device));
@@ -56,6 +52,12 @@ thread_local Stream* tls_current_stream = nullptr;
 
 }  // namespace
 
+void forget_shared_stream(Stream* stream) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = shared_streams.find(stream->device);
+  if (it != shared_streams.end() && it->second == stream) shared_streams.erase(it);
+}
+
 aotirt_status shared_stream(int device, StreamRef* out) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = shared_streams.find(device);
@@ -65,10 +67,11 @@ aotirt_status shared_stream(int device, StreamRef* out) {
   }
   cudaStream_t handle = nullptr;
   AOTIRT_TRY(new_nonblocking_stream(device, &handle));
-  auto* stream = new SharedStream();
+  auto* stream = new Stream();
   stream->handle = handle;
   stream->device = device;
   stream->owned = true;
+  stream->shared = true;
   shared_streams[device] = stream;
   *out = StreamRef::adopt(stream);
   return AOTIRT_OK;

@@ -13,8 +13,10 @@
 struct aotirt_stream : aotirt::RefCounted {
   cudaStream_t handle = nullptr;
   int device = 0;
-  bool owned = false;  // destroyed by aotirt when the last reference goes
+  bool owned = false;   // destroyed by aotirt when the last reference goes
+  bool shared = false;  // the device's shared stream: leaves the registry when it dies
 
+  // One class, no subclasses: streams are deleted through this type.
   ~aotirt_stream();
 
   // Makes `waiter` wait, on the device, for the work queued on this stream so
