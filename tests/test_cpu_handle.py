@@ -122,3 +122,15 @@ def test_dtypes_round_trip_through_asarray():
         t = aotirt.asarray(a)
         assert t.dtype == np.dtype(dtype)
         np.testing.assert_array_equal(t.numpy(), a)
+
+
+def test_empty_makes_tensors_of_every_dtype():
+    for dtype in ["uint8", "int8", "int16", "int32", "int64", "float16", "float32", "float64", "bool",
+                  np.float32, np.dtype("int64")]:
+        t = aotirt.empty((2, 5), dtype)
+        assert t.shape == (2, 5) and t.dtype == np.dtype(dtype) and t.device == "cpu"
+        assert t.is_contiguous and t.nbytes == 10 * np.dtype(dtype).itemsize
+    with pytest.raises(TypeError, match="not supported"):
+        aotirt.empty((2,), "complex64")
+    with pytest.raises(ValueError, match="negative"):
+        aotirt.empty((2, -1))

@@ -163,3 +163,10 @@ def test_ten_thousand_runs_unchanged_and_memory_flat(handle):
     free_after = device_free_bytes()
     # 10,000 leaked outputs would be 640 MiB; the pool's granularity is 2 MiB.
     assert free_before - free_after <= 8 << 20, (free_before, free_after)
+
+
+def test_empty_on_the_gpu_belongs_to_the_stream():
+    own = aotirt.Stream.create(0)
+    t = aotirt.empty((1000,), "float32", device=0, stream=own)
+    assert t.device == "cuda:0" and t.stream == own and t.shape == (1000,)
+    assert aotirt.empty((3,), np.int64, device="cuda").stream == aotirt.Stream.shared(0)

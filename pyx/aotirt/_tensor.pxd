@@ -1,3 +1,5 @@
+from libc.stdint cimport int32_t
+
 from aotirt._capi cimport aotirt_stream, aotirt_tensor
 
 cdef class Tensor:
@@ -13,3 +15,6 @@ cdef Tensor as_input(object obj, Py_ssize_t index, int device_type, int device_i
 
 # ("cpu" | "cuda" | "cuda:N" | N) -> (device type, index)
 cdef tuple parse_device(object device)
+
+# The c10 dtype code of a numpy dtype, a name ("float32") or a scalar type.
+cdef int32_t dtype_code_of(object dtype) except -1

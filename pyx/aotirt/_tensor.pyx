@@ -12,7 +12,7 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_tensor_empty,
     aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_data,
     aotirt_tensor_device_index, aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_free,
     aotirt_tensor_is_contiguous, aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_sizes,
@@ -36,6 +36,22 @@ cdef object _numpy():
         import numpy
         _np = numpy
     return _np
+
+
+_NAME_CODES = {name: code for code, name in _DTYPE_NAMES.items()}
+_NAME_CODES["bool_"] = 11
+
+
+cdef int32_t dtype_code_of(object dtype) except -1:
+    """The c10 code of a numpy dtype, a dtype name, or a scalar type."""
+    name = dtype if isinstance(dtype, str) else getattr(dtype, "name", None)
+    if name is None:
+        name = _numpy().dtype(dtype).name  # a scalar type such as np.float32
+    code = _NAME_CODES.get(name)
+    if code is None:
+        raise TypeError(f"dtype {dtype!r} is not supported "
+                        f"(supported: {', '.join(sorted(_NAME_CODES))})")
+    return code
 
 
 cdef object _numpy_dtype(int32_t code):
@@ -305,6 +321,47 @@ def asarray(obj, device="cpu", stream=None):
         return _wrap_host(obj, "asarray")
     cdef Stream s = as_stream(stream, device_index)
     return _upload(obj, device_index, s._stream, "asarray")
+
+
+def empty(shape, dtype="float32", device="cpu", stream=None):
+    """An uninitialised contiguous Tensor.
+
+    Parameters
+    ----------
+    shape : tuple of int
+    dtype : numpy dtype, scalar type or name
+    device : "cpu", "cuda", "cuda:N" or int
+    stream : Stream, object with ``__cuda_stream__``, or None
+        For CUDA: the memory is allocated stream-ordered on it (None: the
+        device's shared stream), and the tensor belongs to it.
+
+    Examples
+    --------
+    >>> aotirt.empty((2, 3), "float32").shape
+    (2, 3)
+    """
+    cdef int32_t device_type
+    cdef int device_index
+    device_type, device_index = parse_device(device)
+    cdef int32_t code = dtype_code_of(dtype)
+    shape = tuple(shape)
+    if len(shape) > AOTIRT_MAX_DIMS:
+        raise ValueError(f"{len(shape)} dimensions, at most {AOTIRT_MAX_DIMS} are supported")
+    cdef int64_t sizes[AOTIRT_MAX_DIMS]
+    cdef int ndim = len(shape)
+    for d in range(ndim):
+        sizes[d] = shape[d]
+    cdef aotirt_stream* c_stream = NULL
+    cdef Stream s
+    if device_type == AOTIRT_DEVICE_CUDA:
+        s = as_stream(stream, device_index)
+        c_stream = s._stream
+    cdef aotirt_tensor* t = NULL
+    cdef aotirt_status status
+    with nogil:
+        status = aotirt_tensor_empty(ndim, sizes, code, device_type, device_index, c_stream, &t)
+    check(status)
+    return wrap_tensor(t)
 
 
 def copy_to_host(Tensor tensor not None, out=None):
