@@ -196,3 +196,10 @@ def test_cuda_upload_without_a_usable_gpu_raises_cuda_error():
     )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() in ("cudaErrorNoDevice", "cudaErrorInsufficientDriver")
+
+
+def test_weights_for_a_model_without_constants(handle):
+    with pytest.raises(aotirt.AotiError, match="does not export AOTInductorModelUpdateConstantsFromBlob"):
+        handle.update_constants_from_blob(b"\0" * 16)
+    with pytest.raises(TypeError):
+        handle.update_constants_from_blob(None)

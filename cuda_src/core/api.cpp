@@ -170,6 +170,11 @@ AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* cons
   return h->run(inputs, num_inputs, outputs, num_outputs);
 }
 
+AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob) {
+  if (!blob) return fail(AOTIRT_ERROR_VALUE, "the weights blob is NULL");
+  return h->update_constants_from_blob(blob);
+}
+
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { return h->close(); }
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { delete h; }
 

@@ -235,6 +235,19 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   return AOTIRT_OK;
 }
 
+aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  if (!api_.update_constants_from_blob)
+    return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
+  AOTIRT_TRY(before_run());
+  clear_error();
+  AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
+  after_run();
+  if (updated != 0) return model_failure("AOTInductorModelUpdateConstantsFromBlob");
+  return AOTIRT_OK;
+}
+
 aotirt_status aotirt_handle::close() {
   std::lock_guard<std::mutex> lock(run_mutex_);
   aotirt_status status = AOTIRT_OK;

@@ -43,6 +43,7 @@ struct aotirt_handle {
   aotirt_status run(aotirt::Tensor* const* inputs, size_t num_inputs, aotirt::Tensor** outputs,
                     size_t num_outputs);
   aotirt_status close();
+  aotirt_status update_constants_from_blob(const uint8_t* blob);
 
   const std::string& path() const { return path_; }
   int32_t device_type() const { return device_type_; }

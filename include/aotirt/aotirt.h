@@ -136,6 +136,10 @@ AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h);
 AOTIRT_API aotirt_status aotirt_handle_run(
     aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
     aotirt_tensor** outputs, size_t num_outputs);
+// Loads the model's weights from one blob with the library's
+// AOTInductorModelUpdateConstantsFromBlob (AotiError when it has none). The
+// blob is read during the call; CUDA copies are queued on the handle's stream.
+AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob);
 // Deletes the model container. The library itself is unloaded only once the
 // work queued by this handle has finished (checked without waiting). A
 // second close does nothing.

@@ -1,5 +1,5 @@
 # Declarations of libaotirt's public C API (include/aotirt/aotirt.h).
-from libc.stdint cimport int32_t, int64_t
+from libc.stdint cimport int32_t, int64_t, uint8_t
 
 cdef extern from "aotirt/aotirt.h" nogil:
     ctypedef enum aotirt_status:
@@ -74,5 +74,6 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_stream* aotirt_handle_stream(const aotirt_handle* h)
     aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                     aotirt_tensor** outputs, size_t num_outputs)
+    aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)

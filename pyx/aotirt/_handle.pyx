@@ -2,14 +2,15 @@
 
 import os
 
-from libc.stdint cimport int32_t
+from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
+from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
     aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob, aotirt_status, aotirt_stream, aotirt_stream_retain,
     aotirt_tensor,
 )
 from aotirt._errors cimport check
@@ -137,6 +138,25 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
+
+    def update_constants_from_blob(self, blob):
+        """Load the model's weights from one blob (bytes, numpy array, ...).
+
+        Calls the library's ``AOTInductorModelUpdateConstantsFromBlob``; the
+        blob is read during the call (CUDA uploads are queued on the
+        handle's stream), so it may be freed afterwards.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        cdef Py_buffer view
+        PyObject_GetBuffer(blob, &view, PyBUF_SIMPLE)
+        cdef aotirt_status status
+        try:
+            with nogil:
+                status = aotirt_handle_update_constants_from_blob(self._h, <const uint8_t*>view.buf)
+            check(status)
+        finally:
+            PyBuffer_Release(&view)
 
     def close(self):
         """Delete the model container. Closing a closed handle does nothing."""
