@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-installed
 
-.PHONY: demo test build gpu-check bench clean
+.PHONY: demo test build gpu-check bench run-bench bench-cpu run-bench-cpu clean
 
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
@@ -27,8 +27,34 @@ demo: build
 test: build
 	$(PY) -m pytest -q tests
 
+NVCC ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
+PKG := $(CURDIR)/pyx/aotirt
+HARNESS := bench/build/aotirt_bench
+RESULTS := bench/build/results.jsonl
+
+# The C harness links the libaotirt.so that the build put in the package
+# (targets without `build` in front work with whatever Python built it).
+$(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_kernel.cu include/aotirt/aotirt.h $(PKG)/libaotirt.so
+	mkdir -p bench/build
+	$(NVCC) -std=c++17 -O2 -Iinclude -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
+		bench/harness.cu cuda_src/models/add_mul_kernel.cu -o $@ \
+		-L$(PKG) -laotirt -Xlinker -rpath,$(PKG) -cudart shared
+
+# On a GPU machine: the C harness and the Python benchmarks, then the report.
 bench: build
-	$(PY) bench/bench.py
+	$(MAKE) run-bench PY=$(PY)
+
+run-bench: $(HARNESS)
+	$(HARNESS) --models $(PKG)/models | tee $(RESULTS)
+	$(PY) bench/bench.py --out $(RESULTS)
+	$(PY) bench/report.py $(RESULTS) --command "make bench" > BENCHMARKS.md
+
+# A short pass on the CPU models: runs anywhere, CI included.
+bench-cpu: build
+	$(MAKE) run-bench-cpu
+
+run-bench-cpu: $(HARNESS)
+	$(HARNESS) --models $(PKG)/models --device cpu --quick
 
 gpu-check:
 	scripts/gpu-check.sh

@@ -5,6 +5,8 @@
 #
 #   scripts/gpu-check.sh            # logs under $OUT (the device tool) or /tmp/aotirt-gpu-check
 #
+# Writes BENCHMARKS.md (and copies it under the logs folder).
+#
 # Uses the machine's python3 and what it has installed (Cython, numpy, pytest,
 # cuda-bindings): it installs nothing from the network.
 set -uo pipefail
@@ -29,14 +31,17 @@ AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs 
 tests_rc=${PIPESTATUS[0]}
 tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$LOGS/pytest.log" | tail -n 1 | tr -d '=' | xargs)
 
-"$PY" bench/bench.py --quick --out "$LOGS/bench.jsonl" 2>&1 | tee "$LOGS/bench.log"
+# The C harness, the Python benchmarks and BENCHMARKS.md from both.
+make -s run-bench PY="$PY" 2>&1 | tee "$LOGS/bench.log"
 bench_rc=${PIPESTATUS[0]}
+cp bench/build/results.jsonl "$LOGS/bench.jsonl" 2>/dev/null
+cp BENCHMARKS.md "$LOGS/BENCHMARKS.md" 2>/dev/null
 import_us=$("$PY" -X importtime -c "import aotirt" 2>&1 | tail -n 1 | cut -d'|' -f2 | xargs)
 
 dispatch=$("$PY" - "$LOGS/bench.jsonl" <<'PYEOF'
 import json, sys
 rows = [json.loads(line) for line in open(sys.argv[1])]
-print(" ".join(f"{r['device']}={r['us_per_call']}us" for r in rows if r["case"] == "dispatch"))
+print(" ".join(f"{r['device']}/{r['api']}={r['us_per_call']:.2f}us" for r in rows if r["case"] == "dispatch"))
 PYEOF
 )
 

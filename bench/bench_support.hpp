@@ -1,0 +1,70 @@
+// Header-only helpers for aotirt's C benchmark harness: timing, medians and
+// one JSON object per line, with the same field names as bench/bench.py so C
+// and Python figures compare one to one.
+#pragma once
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "aotirt/aotirt.h"
+
+namespace bench {
+
+constexpr int kRepetitions = 7;
+
+inline double now_seconds() {
+  using clock = std::chrono::steady_clock;
+  return std::chrono::duration<double>(clock::now().time_since_epoch()).count();
+}
+
+inline double median(std::vector<double> values) {
+  std::sort(values.begin(), values.end());
+  size_t n = values.size();
+  return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
+}
+
+// Median over kRepetitions of `measure()`, each returning one figure.
+inline double median_of(const std::function<double()>& measure) {
+  std::vector<double> values;
+  for (int i = 0; i < kRepetitions; ++i) values.push_back(measure());
+  return median(values);
+}
+
+// One JSON object: string fields quoted, numbers as they are.
+class Record {
+ public:
+  Record& text(const std::string& key, const std::string& value) {
+    fields_[key] = "\"" + value + "\"";
+    return *this;
+  }
+  Record& number(const std::string& key, double value) {
+    char buffer[64];
+    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    fields_[key] = buffer;
+    return *this;
+  }
+  void emit() const {
+    std::string line = "{";
+    for (const auto& [key, value] : fields_) line += (line.size() > 1 ? ", \"" : "\"") + key + "\": " + value;
+    std::printf("%s}\n", line.c_str());
+    std::fflush(stdout);
+  }
+
+ private:
+  std::map<std::string, std::string> fields_;  // sorted keys, like json.dumps(sort_keys=True)
+};
+
+// Exits with the core's message when an aotirt call fails.
+inline void check(aotirt_status status, const char* what) {
+  if (status == AOTIRT_OK) return;
+  std::fprintf(stderr, "aotirt_bench: %s failed: %s\n", what, aotirt_last_error_message());
+  std::exit(1);
+}
+
+}  // namespace bench
