@@ -13,6 +13,7 @@ void forget_shared_stream(aotirt_stream* stream);
 
 aotirt_stream::~aotirt_stream() {
   if (shared) aotirt::forget_shared_stream(this);
+  if (owned && handle) cache_.release_all(handle);
   // Neither call waits: CUDA releases the resources once queued work is done.
   if (order_event_) cudaEventDestroy(order_event_);
   if (owned && handle) cudaStreamDestroy(handle);

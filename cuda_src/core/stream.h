@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "aotirt/aotirt.h"
+#include "block_cache.h"
 #include "ref.h"
 
 // The C API's opaque aotirt_stream is this class.
@@ -23,7 +24,13 @@ struct aotirt_stream : aotirt::RefCounted {
   // far. No host wait.
   aotirt_status order_before(aotirt_stream* waiter);
 
+  // Device blocks freed on this stream, for its next allocations. Only
+  // streams aotirt owns cache: an adopted stream may be destroyed by its
+  // owner while blocks would still wait for it.
+  aotirt::BlockCache* cache() { return owned ? &cache_ : nullptr; }
+
  private:
+  aotirt::BlockCache cache_;
   std::mutex event_mutex_;
   cudaEvent_t order_event_ = nullptr;  // reused: a wait captures the record at call time
 };

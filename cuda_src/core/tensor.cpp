@@ -15,9 +15,11 @@ Storage::~Storage() {
       // Every other stream that used the memory must be done with it before
       // the pool hands it out again; the waits are on the device, not here.
       for (const StreamRef& user : other_users_) user->order_before(stream.get());
-      // Errors cannot be reported from a destructor; after a sticky CUDA
-      // error the context, and this memory with it, is gone anyway.
-      cudaFreeAsync(data, stream->handle);
+      // Kept for the stream's next allocation when it has room; else back
+      // to the pool. Errors cannot be reported from a destructor; after a
+      // sticky CUDA error the context, and this memory with it, is gone.
+      BlockCache* cache = stream->cache();
+      if (!cache || !cache->give(data, capacity)) cudaFreeAsync(data, stream->handle);
     }
   } else if (owner == Owner::Host) {
     std::free(data);
@@ -44,11 +46,25 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
     storage->owner = Storage::Owner::Pool;
     storage->stream = stream;
     if (nbytes > 0) {
-      AOTIRT_TRY(configure_pool(device_index));
-      cudaError_t err = cudaMallocAsync(&storage->data, nbytes, stream->handle);
-      if (err != cudaSuccess)
-        return fail_cuda(err, "cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on cuda:" +
-                                  std::to_string(device_index));
+      BlockCache* cache = stream->cache();
+      storage->capacity = cache ? BlockCache::round_up(nbytes) : nbytes;
+      storage->data = cache ? cache->take(storage->capacity) : nullptr;
+      if (!storage->data) {
+        AOTIRT_TRY(configure_pool(device_index));
+        cudaError_t err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
+        if (err == cudaErrorMemoryAllocation && cache) {
+          // Blocks this stream keeps may be what is missing: give them back
+          // to the pool and try once more.
+          (void)cudaGetLastError();
+          cache->release_all(stream->handle);
+          err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
+        }
+        if (err != cudaSuccess) {
+          storage->data = nullptr;
+          return fail_cuda(err, "cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on cuda:" +
+                                    std::to_string(device_index));
+        }
+      }
     }
   } else {
     storage->owner = Storage::Owner::Host;

@@ -22,6 +22,7 @@ struct Storage : RefCounted {
 
   void* data = nullptr;
   size_t nbytes = 0;
+  size_t capacity = 0;  // bytes actually reserved (Pool: the cache's rounded size)
   int32_t device_type = AOTIRT_DEVICE_CPU;
   int32_t device_index = 0;
   Owner owner = Owner::Borrowed;
