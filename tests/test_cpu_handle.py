@@ -134,3 +134,26 @@ def test_empty_makes_tensors_of_every_dtype():
         aotirt.empty((2,), "complex64")
     with pytest.raises(ValueError, match="negative"):
         aotirt.empty((2, -1))
+
+
+def test_narrow_and_copy_on_the_cpu():
+    a = np.arange(12, dtype=np.int64).reshape(3, 4)
+    t = aotirt.asarray(a.copy())
+    row = t.narrow(0, 1, 1)
+    assert row.shape == (1, 4)
+    np.testing.assert_array_equal(row.numpy(), a[1:2])
+    cols = t.narrow(1, 1, 2)
+    assert not cols.is_contiguous
+    np.testing.assert_array_equal(cols.numpy(), a[:, 1:3])
+    row.copy_(aotirt.asarray(np.full((1, 4), -1, np.int64)))
+    np.testing.assert_array_equal(t.numpy()[1], [-1, -1, -1, -1])
+    cols.copy_(aotirt.asarray(np.zeros((3, 2), np.int64)))
+    np.testing.assert_array_equal(t.numpy()[:, 1:3], np.zeros((3, 2)))
+    with pytest.raises(ValueError, match="outside dimension 0 of size 3"):
+        t.narrow(0, 2, 2)
+    with pytest.raises(ValueError, match="out of range"):
+        t.narrow(2, 0, 1)
+    with pytest.raises(TypeError, match="dtype conversion"):
+        t.copy_(aotirt.asarray(np.zeros((3, 4), np.float32)))
+    with pytest.raises(ValueError, match="shapes differ"):
+        t.copy_(aotirt.asarray(np.zeros((3, 5), np.int64)))

@@ -170,3 +170,25 @@ def test_empty_on_the_gpu_belongs_to_the_stream():
     t = aotirt.empty((1000,), "float32", device=0, stream=own)
     assert t.device == "cuda:0" and t.stream == own and t.shape == (1000,)
     assert aotirt.empty((3,), np.int64, device="cuda").stream == aotirt.Stream.shared(0)
+
+
+def test_gather_on_the_device_then_one_copy():
+    rng = np.random.default_rng(12)
+    values = rng.integers(0, 1000, size=16).astype(np.int64)
+    gathered = aotirt.empty((16,), "int64", device=0)
+    for i, v in enumerate(values):
+        one = aotirt.asarray(np.array([v], np.int64), device=0)
+        gathered.narrow(0, i, 1).copy_(one)
+    np.testing.assert_array_equal(gathered.numpy(), values)
+    # Strided device-to-device, and device to host / host to device copies.
+    m = rng.standard_normal((8, 6)).astype(np.float32)
+    dev = aotirt.asarray(m, device=0)
+    dst = aotirt.empty((8, 2), "float32", device=0)
+    dst.copy_(dev.narrow(1, 2, 2))
+    np.testing.assert_array_equal(dst.numpy(), m[:, 2:4])
+    host = aotirt.empty((8, 2), "float32")
+    host.copy_(dev.narrow(1, 4, 2))
+    np.testing.assert_array_equal(host.numpy(), m[:, 4:6])
+    back = aotirt.empty((8, 6), "float32", device=0)
+    back.copy_(aotirt.asarray(m))
+    np.testing.assert_array_equal(back.numpy(), m)

@@ -142,6 +142,33 @@ AOTIRT_API void* aotirt_tensor_data(const aotirt_tensor* t) { return t->data(); 
 AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t) { return t->is_contiguous(); }
 AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t) { return t->stream.get(); }
 
+AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
+                                              aotirt_tensor** out) {
+  if (dim < 0) dim += t->ndim;
+  if (dim < 0 || dim >= t->ndim)
+    return fail(AOTIRT_ERROR_VALUE, "narrow: dimension " + std::to_string(dim) + " is out of range for " +
+                                        std::to_string(t->ndim) + " dimensions");
+  if (start < 0 || length < 0 || start + length > t->sizes[dim])
+    return fail(AOTIRT_ERROR_VALUE, "narrow: [" + std::to_string(start) + ", " + std::to_string(start + length) +
+                                        ") is outside dimension " + std::to_string(dim) + " of size " +
+                                        std::to_string(t->sizes[dim]));
+  Tensor* view = alias(*t);
+  if (!view) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+  view->sizes[dim] = length;
+  view->storage_offset += start * t->strides[dim];
+  *out = view;
+  return AOTIRT_OK;
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src) {
+  // Queue on dst's own stream: that is where its readers look for it.
+  Stream* previous = current_stream();
+  if (dst->stream) set_current_stream(dst->stream.get());
+  aotirt_status status = copy_between(*dst, *src);
+  set_current_stream(previous);
+  return status;
+}
+
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes) {
   return copy_to_host(*t, dst, dst_nbytes);
 }

@@ -157,4 +157,70 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
                        static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
 }
 
+namespace {
+
+// The stream that work on CUDA tensor `t` should go to now, ordered after
+// whatever produced `t`.
+aotirt_status stream_after(const Tensor& t, StreamRef* out) {
+  AOTIRT_TRY(stream_for_device(t.storage->device_index, out));
+  if (t.stream && t.stream.get() != out->get()) AOTIRT_TRY(t.stream->order_before(out->get()));
+  return AOTIRT_OK;
+}
+
+}  // namespace
+
+aotirt_status copy_between(Tensor& dst, const Tensor& src) {
+  if (dst.dtype != src.dtype)
+    return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
+                                               dtype_name(src.dtype) + " to " +
+                                               dtype_name(dst.dtype) + " is not supported");
+  if (dst.ndim != src.ndim)
+    return fail(AOTIRT_ERROR_VALUE, "copy_: broadcasting is not supported (ranks differ)");
+  for (int64_t d = 0; d < dst.ndim; ++d)
+    if (dst.sizes[d] != src.sizes[d])
+      return fail(AOTIRT_ERROR_VALUE, "copy_: shapes differ at dimension " + std::to_string(d));
+
+  const bool dst_cuda = dst.storage->device_type == AOTIRT_DEVICE_CUDA;
+  const bool src_cuda = src.storage->device_type == AOTIRT_DEVICE_CUDA;
+  if (!dst_cuda && !src_cuda) {
+    copy_host_to_host(dst, src);
+    return AOTIRT_OK;
+  }
+  if (dst_cuda && src_cuda) {
+    StreamRef stream;
+    AOTIRT_TRY(stream_after(src, &stream));
+    if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+    AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
+    dst.stream = std::move(stream);
+    return AOTIRT_OK;
+  }
+  if (!dst_cuda) {
+    // A CPU destination needs the data now: this is the copy routine's job.
+    if (dst.is_contiguous()) return copy_to_host(src, dst.data(), dst.numel() * dst.itemsize());
+    // A strided CPU destination: land the data contiguously, then scatter.
+    StorageRef storage;
+    AOTIRT_TRY(allocate_storage(dst.numel() * dst.itemsize(), AOTIRT_DEVICE_CPU, 0, StreamRef(), &storage));
+    Tensor landing;
+    landing.storage = storage;
+    landing.ndim = dst.ndim;
+    landing.dtype = dst.dtype;
+    for (int64_t d = 0; d < dst.ndim; ++d) landing.sizes[d] = dst.sizes[d];
+    contiguous_strides(dst.ndim, dst.sizes, landing.strides);
+    AOTIRT_TRY(copy_to_host(src, landing.data(), dst.numel() * dst.itemsize()));
+    copy_host_to_host(dst, landing);
+    return AOTIRT_OK;
+  }
+  // Host to device: stream-ordered, no wait. Pageable sources are staged by
+  // CUDA before cudaMemcpyAsync returns, so `src` may change afterwards.
+  if (!dst.is_contiguous() || !src.is_contiguous())
+    return fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
+  StreamRef stream;
+  AOTIRT_TRY(stream_for_device(dst.storage->device_index, &stream));
+  if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+  AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
+                                  cudaMemcpyHostToDevice, stream->handle));
+  dst.stream = std::move(stream);
+  return AOTIRT_OK;
+}
+
 }  // namespace aotirt

@@ -94,63 +94,6 @@ aotirt_status wrap_blob(void* data, int64_t ndim, const int64_t* sizes, const in
   return AOTIRT_OK;
 }
 
-// The stream that work on CUDA tensor `t` should go to now, ordered after
-// whatever produced `t`.
-aotirt_status stream_after(const Tensor& t, StreamRef* out) {
-  AOTIRT_TRY(aotirt::stream_for_device(t.storage->device_index, out));
-  if (t.stream && t.stream.get() != out->get()) AOTIRT_TRY(t.stream->order_before(out->get()));
-  return AOTIRT_OK;
-}
-
-aotirt_status copy_into(Tensor& dst, const Tensor& src) {
-  if (dst.dtype != src.dtype)
-    return aotirt::fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
-                                               aotirt::dtype_name(src.dtype) + " to " +
-                                               aotirt::dtype_name(dst.dtype) + " is not supported");
-  if (dst.ndim != src.ndim)
-    return aotirt::fail(AOTIRT_ERROR_VALUE, "copy_: broadcasting is not supported (ranks differ)");
-  for (int64_t d = 0; d < dst.ndim; ++d)
-    if (dst.sizes[d] != src.sizes[d])
-      return aotirt::fail(AOTIRT_ERROR_VALUE, "copy_: shapes differ at dimension " + std::to_string(d));
-
-  const bool dst_cuda = dst.storage->device_type == AOTIRT_DEVICE_CUDA;
-  const bool src_cuda = src.storage->device_type == AOTIRT_DEVICE_CUDA;
-  if (!dst_cuda && !src_cuda) {
-    aotirt::copy_host_to_host(dst, src);
-    return AOTIRT_OK;
-  }
-  if (dst_cuda && src_cuda) {
-    StreamRef stream;
-    AOTIRT_TRY(stream_after(src, &stream));
-    if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
-    AOTIRT_TRY(aotirt::copy_device_to_device(dst, src, stream.get()));
-    dst.stream = std::move(stream);
-    return AOTIRT_OK;
-  }
-  if (!dst_cuda) {
-    // A CPU destination needs the data now: this is the copy routine's job.
-    if (dst.is_contiguous()) return aotirt::copy_to_host(src, dst.data(), dst.numel() * dst.itemsize());
-    // A strided CPU destination: land the data contiguously, then scatter.
-    Tensor* landing = nullptr;
-    AOTIRT_TRY(new_tensor(dst.ndim, dst.sizes, nullptr, dst.dtype, AOTIRT_DEVICE_CPU, 0, &landing));
-    aotirt_status status = aotirt::copy_to_host(src, landing->data(), dst.numel() * dst.itemsize());
-    if (status == AOTIRT_OK) aotirt::copy_host_to_host(dst, *landing);
-    delete landing;
-    return status;
-  }
-  // Host to device: stream-ordered, no wait. Pageable sources are staged by
-  // CUDA before cudaMemcpyAsync returns, so `src` may change afterwards.
-  if (!dst.is_contiguous() || !src.is_contiguous())
-    return aotirt::fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
-  StreamRef stream;
-  AOTIRT_TRY(aotirt::stream_for_device(dst.storage->device_index, &stream));
-  if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
-  AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
-                                  cudaMemcpyHostToDevice, stream->handle));
-  dst.stream = std::move(stream);
-  return AOTIRT_OK;
-}
-
 aotirt_status clone(const Tensor& self, bool preserve_strides, Tensor** out) {
   const int64_t* strides = preserve_strides ? self.strides : nullptr;
   if (preserve_strides)
@@ -159,7 +102,7 @@ aotirt_status clone(const Tensor& self, bool preserve_strides, Tensor** out) {
   Tensor* copy = nullptr;
   AOTIRT_TRY(new_tensor(self.ndim, self.sizes, strides, self.dtype, self.storage->device_type,
                         self.storage->device_index, &copy));
-  aotirt_status status = copy_into(*copy, self);
+  aotirt_status status = aotirt::copy_between(*copy, self);
   if (status != AOTIRT_OK) {
     delete copy;
     return status;
@@ -352,7 +295,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
 
 AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
   (void)non_blocking;  // every device-side copy is already non-blocking
-  return shim("aoti_torch_copy_", [&] { return copy_into(*self, *src); });
+  return shim("aoti_torch_copy_", [&] { return aotirt::copy_between(*self, *src); });
 }
 
 AOTITorchError aoti_torch_create_cuda_stream_guard(void* stream, int32_t device_index,

@@ -107,6 +107,14 @@ AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t);
 // borrowed pointer valid while the tensor lives.
 AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t);
 
+// A new tensor viewing elements [start, start + length) of dimension `dim`.
+AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start,
+                                              int64_t length, aotirt_tensor** out);
+// dst <- src (one dtype and shape, any devices). Device work is queued on
+// dst's stream (ordered after src's producer) without a host wait; only a
+// CPU destination of a CUDA source waits, through the copy routine.
+AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src);
+
 // ---- the copy routine --------------------------------------------------------
 // Copies `t` into `dst`, `dst_nbytes` bytes of C-contiguous host memory. For a
 // CUDA tensor the copy is queued on the tensor's stream (a strided source is

@@ -60,6 +60,10 @@ cdef extern from "aotirt/aotirt.h" nogil:
     bint aotirt_tensor_is_contiguous(const aotirt_tensor* t)
     aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t)
 
+    aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
+                                       aotirt_tensor** out)
+    aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src)
+
     aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
 
     aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,

@@ -12,7 +12,7 @@ from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_tensor_empty,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_tensor_copy, aotirt_tensor_empty, aotirt_tensor_narrow,
     aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_data,
     aotirt_tensor_device_index, aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_free,
     aotirt_tensor_is_contiguous, aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_sizes,
@@ -282,6 +282,33 @@ cdef class Tensor:
     def numpy(self):
         """A new numpy array with this tensor's data (waits for its stream)."""
         return copy_to_host(self)
+
+    def narrow(self, int64_t dim, int64_t start, int64_t length):
+        """A view of elements ``[start, start + length)`` along `dim`.
+
+        The view shares this tensor's memory and keeps it alive.
+        """
+        cdef aotirt_tensor* out = NULL
+        check(aotirt_tensor_narrow(self._t, dim, start, length, &out))
+        return wrap_tensor(out)
+
+    def copy_(self, Tensor src not None):
+        """Copy `src` (same dtype and shape, any device) into this tensor.
+
+        Device copies are queued on this tensor's stream, after the work that
+        produces `src`: nothing waits. Only a CPU destination of a CUDA
+        source waits, as every copy back to the host does. Returns self.
+
+        Examples
+        --------
+        >>> tokens = aotirt.empty((16,), "int64", device=0)       # doctest: +SKIP
+        >>> tokens.narrow(0, step, 1).copy_(next_token)           # doctest: +SKIP
+        """
+        cdef aotirt_status status
+        with nogil:
+            status = aotirt_tensor_copy(self._t, src._t)
+        check(status)
+        return self
 
     def __repr__(self):
         name = _DTYPE_NAMES.get(aotirt_tensor_dtype(self._t), "?")
