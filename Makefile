@@ -22,7 +22,7 @@ build: $(DEPS)
 	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e .
 
 demo: build
-	$(PY) -m aotirt demo
+	$(PY) -m aotirt demo --compare-sync
 
 test: build
 	$(PY) -m pytest -q tests

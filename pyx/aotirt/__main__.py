@@ -1,77 +1,146 @@
-"""Command line: ``python -m aotirt demo|info``."""
+"""aotirt's command line.
+
+  python -m aotirt demo [--device cpu|cuda] [--steps N] [--compare-sync]
+  python -m aotirt info
+  python -m aotirt run MODEL.so --input x.npy [...] [--device D] [--weights W] [--out DIR]
+"""
 
 import argparse
 import os
 import sys
-import time
 
 
-def _best_device(requested):
+class UsageError(Exception):
+    """A bad argument or file: reported in one line, exit status 2."""
+
+
+def _device_for_demo(requested):
     import aotirt
 
     if requested == "cpu":
         return "cpu"
     if aotirt.device_count() > 0:
         return "cuda:0"
-    if requested == "cuda":
-        print("aotirt: no CUDA GPU is usable here; running on the CPU instead", file=sys.stderr)
+    print("aotirt: no usable CUDA GPU here: running on the CPU", file=sys.stderr)
     return "cpu"
 
 
 def demo(args):
-    """Runs add_mul repeatedly on the best device and checks it against numpy."""
-    import numpy as np
+    """Greedy decoding with the example encoder and decoder."""
+    from aotirt.pipeline import GreedyDecoder, demo_frames
 
-    import aotirt
-
-    device = _best_device(args.device)
-    rng = np.random.default_rng(0)
-    a, b, c = (rng.standard_normal(args.size).astype(np.float32) for _ in range(3))
-    handle_type = aotirt.AotiHandle if device == "cpu" else aotirt.CudaHandle
-    with handle_type(aotirt.models.path("add_mul", device), device) as handle:
-        tensors = [aotirt.asarray(x, device=device) for x in (a, b, c)]
-        handle.run(tensors)  # warm-up: first launch loads the kernel
-        start = time.perf_counter()
-        for _ in range(args.runs):
-            (out,) = handle.run(tensors)
-        queued = time.perf_counter() - start
-        result = out.numpy()  # the one host wait
-        total = time.perf_counter() - start
-    exact = a.astype(np.float64) * b + c
-    error = float(np.max(np.abs(result - exact)))
-    print(f"add_mul on {device}: {args.runs} runs of {args.size} elements")
-    print(f"  queued in {queued * 1e6 / args.runs:.2f} us per run, finished in {total * 1e3:.2f} ms")
-    print(f"  max abs error against float64 numpy: {error:.3g}")
-    return 0 if error < 1e-5 else 1
+    device = _device_for_demo(args.device)
+    frames = demo_frames(seed=0)
+    modes = ["shared", "sync_each"] if args.compare_sync else ["shared"]
+    seconds = {}
+    for mode in modes:
+        with GreedyDecoder(device, mode) as decoder:
+            tokens = decoder.decode(frames, args.steps)
+            seconds[mode] = decoder.time_per_token(frames, args.steps)
+        if mode == "shared":
+            print(f"device: {device}")
+            print(f"tokens: {' '.join(str(t) for t in tokens)}")
+    for mode in modes:
+        label = "one copy at the end" if mode == "shared" else "a copy after every step"
+        print(f"{mode:>9}: {seconds[mode] * 1e6:9.1f} us per token ({label})")
+    if args.compare_sync:
+        print(f"    ratio: {seconds['sync_each'] / seconds['shared']:.2f}x faster without a wait per step")
+    return 0
 
 
 def info(args):
     import aotirt
 
-    print(f"aotirt {aotirt.__version__} at {os.path.dirname(aotirt.__file__)}")
+    print(f"aotirt {aotirt.__version__}: {os.path.dirname(aotirt.__file__)}")
     print(f"python {sys.version.split()[0]}")
+    print(f"core library: {os.path.join(os.path.dirname(aotirt.__file__), 'libaotirt.so')}")
     count = aotirt.device_count()
     print(f"CUDA devices: {count}")
-    print(f"example models: {', '.join(aotirt.models.available()) or 'none'}")
+    print(f"example models: {', '.join(aotirt.models.available()) or 'none'} "
+          f"({os.path.dirname(aotirt.models.path('add_mul', 'cpu'))})")
     return 0
 
 
+def _load_input(path):
+    import numpy as np
+
+    if not os.path.isfile(path):
+        raise UsageError(f"input file not found: {path}")
+    try:
+        return np.load(path, allow_pickle=False)
+    except (ValueError, OSError) as e:
+        raise UsageError(f"cannot read {path} as a .npy array: {e}") from None
+
+
+def run(args):
+    import numpy as np
+
+    import aotirt
+
+    if not os.path.exists(args.model):
+        raise UsageError(f"model library not found: {args.model}")
+    inputs = [_load_input(p) for p in args.input]
+    if args.device == "cpu":
+        handle = aotirt.AotiHandle(args.model)
+    else:
+        handle = aotirt.CudaHandle(args.model, args.device)
+    with handle:
+        if args.weights:
+            if not os.path.isfile(args.weights):
+                raise UsageError(f"weights file not found: {args.weights}")
+            with open(args.weights, "rb") as f:
+                handle.update_constants_from_blob(f.read())
+        outputs = handle.run(inputs)
+        names = handle.output_names or [f"output{i}" for i in range(len(outputs))]
+        if args.out:
+            os.makedirs(args.out, exist_ok=True)
+        for name, tensor in zip(names, outputs):
+            array = tensor.numpy()
+            line = f"{name}: shape {tuple(array.shape)} dtype {array.dtype}"
+            if args.out:
+                target = os.path.join(args.out, f"{name}.npy")
+                np.save(target, array)
+                line += f" -> {target}"
+            print(line)
+    return 0
+
+
+def parser():
+    p = argparse.ArgumentParser(prog="python -m aotirt", description="Run AOTInductor model libraries.")
+    commands = p.add_subparsers(dest="command", required=True)
+
+    d = commands.add_parser("demo", help="greedy decoding with the example encoder and decoder")
+    d.add_argument("--device", choices=["cpu", "cuda"], default=None,
+                   help="default: cuda when a GPU is usable, else cpu")
+    d.add_argument("--steps", type=int, default=32, help="tokens to decode (default 32)")
+    d.add_argument("--compare-sync", action="store_true",
+                   help="also run with a copy after every step and print both times")
+    d.set_defaults(func=demo)
+
+    i = commands.add_parser("info", help="versions, devices, where the libraries are")
+    i.set_defaults(func=info)
+
+    r = commands.add_parser("run", help="run any model library on .npy inputs")
+    r.add_argument("model", help="the model library (.so)")
+    r.add_argument("--input", action="append", default=[], metavar="X.npy", help="one per model input, in order")
+    r.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
+    r.add_argument("--weights", help="a weights blob for AOTInductorModelUpdateConstantsFromBlob")
+    r.add_argument("--out", metavar="DIR", help="save each output as DIR/<name>.npy")
+    r.set_defaults(func=run)
+    return p
+
+
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python -m aotirt", description=__doc__)
-    commands = parser.add_subparsers(dest="command", required=True)
-    p = commands.add_parser("demo", help="run add_mul on the best device and check it")
-    p.add_argument("--device", choices=["auto", "cpu", "cuda"], default="auto")
-    p.add_argument("--runs", type=int, default=1000)
-    p.add_argument("--size", type=int, default=1 << 16)
-    p.set_defaults(func=demo)
-    p = commands.add_parser("info", help="versions, devices, libraries")
-    p.set_defaults(func=info)
-    args = parser.parse_args(argv)
-    if getattr(args, "runs", 1) < 1 or getattr(args, "size", 1) < 1:
-        parser.error("--runs and --size must be at least 1")
+    args = parser().parse_args(argv)
+    if getattr(args, "steps", 1) < 1:
+        print("aotirt: --steps must be at least 1", file=sys.stderr)
+        return 2
     try:
         return args.func(args)
-    except Exception as e:  # a one-line message, never a traceback
+    except UsageError as e:
+        print(f"aotirt: {e}", file=sys.stderr)
+        return 2
+    except (RuntimeError, ValueError, TypeError, OSError) as e:  # one line, never a traceback
         print(f"aotirt: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
 

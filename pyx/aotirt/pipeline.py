@@ -1,0 +1,98 @@
+"""The main job: an encoder once, then one greedy decoder step per token.
+
+On CUDA the whole loop is queued on one stream: each step's `next_token`
+output is the next step's `token` input without leaving the GPU, each token
+is gathered into a device buffer, and the tokens come back through one copy
+at the end. `sync_each` is the old behaviour, a copy after every step.
+"""
+
+import time
+
+import aotirt
+
+MODES = ("shared", "sync_each", "separate")
+
+
+def _load(name, device, stream=None):
+    if device == "cpu":
+        handle = aotirt.AotiHandle(aotirt.models.path(name, "cpu"))
+    else:
+        handle = aotirt.CudaHandle(aotirt.models.path(name, device), device, stream=stream)
+    with open(aotirt.models.weights(name), "rb") as f:
+        handle.update_constants_from_blob(f.read())
+    return handle
+
+
+class GreedyDecoder:
+    """The example encoder and decoder libraries, loaded for one device.
+
+    Parameters
+    ----------
+    device : "cpu" or "cuda:N"
+    mode : "shared", "sync_each" or "separate"
+        shared: both handles on the device's shared stream, one copy at the
+        end. sync_each: the same, plus a copy of the token after every step
+        (what the reference backend used to do). separate: each handle on a
+        stream of its own (ordered by events), one copy at the end.
+    """
+
+    def __init__(self, device="cuda:0", mode="shared"):
+        if mode not in MODES:
+            raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        self.device = device
+        self.mode = mode
+        own = mode == "separate" and device != "cpu"
+        index = 0 if device == "cpu" else int(device.split(":")[1]) if ":" in device else 0
+        self.encoder = _load("encoder", device, aotirt.Stream.create(index) if own else None)
+        self.decoder = _load("decoder", device, aotirt.Stream.create(index) if own else None)
+
+    def close(self):
+        self.encoder.close()
+        self.decoder.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def decode(self, frames, steps, start_token=0):
+        """Greedy-decode `steps` tokens from `frames` ([T, F] float32).
+
+        Returns the tokens as an int64 numpy array.
+        """
+        import numpy as np
+
+        if steps < 1:
+            raise ValueError(f"steps must be at least 1, got {steps}")
+        (hidden,) = self.encoder.run([frames])
+        stream = getattr(self.decoder, "stream", None)
+        token = aotirt.asarray(np.array([start_token], np.int64), self.device, stream=stream)
+        tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
+        for i in range(steps):
+            _logits, token = self.decoder.run([hidden, token])
+            tokens.narrow(0, i, 1).copy_(token)
+            if self.mode == "sync_each":
+                token.numpy()
+        return tokens.numpy()  # the one host wait
+
+    def time_per_token(self, frames, steps, repeats=5):
+        """Median seconds per token of decode() after one warm-up."""
+        import statistics
+
+        self.decode(frames, steps)
+        times = []
+        for _ in range(repeats):
+            start = time.perf_counter()
+            self.decode(frames, steps)
+            times.append((time.perf_counter() - start) / steps)
+        return statistics.median(times)
+
+
+def demo_frames(seed=0):
+    """Seeded random frames of the example encoder's input shape."""
+    import numpy as np
+
+    from aotirt.reference import FRAMES, FEATURES
+
+    return np.random.default_rng(seed).standard_normal((FRAMES, FEATURES)).astype(np.float32)
