@@ -1,0 +1,81 @@
+"""`python -m aotirt`: exit codes and one-line messages."""
+
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+import aotirt
+
+
+def cli(*args, cwd=None):
+    return subprocess.run([sys.executable, "-m", "aotirt", *args], capture_output=True, text=True,
+                          timeout=300, cwd=cwd)
+
+
+def assert_one_line_error(proc, code, *fragments):
+    assert proc.returncode == code, (proc.returncode, proc.stdout, proc.stderr)
+    assert "Traceback" not in proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1, proc.stderr
+    for fragment in fragments:
+        assert fragment in lines[0], lines[0]
+
+
+def test_info():
+    proc = cli("info")
+    assert proc.returncode == 0, proc.stderr
+    assert "aotirt " in proc.stdout and "CUDA devices:" in proc.stdout and "add_mul" in proc.stdout
+
+
+def test_run_saves_outputs(tmp_path):
+    rng = np.random.default_rng(0)
+    files = []
+    for name in "abc":
+        path = tmp_path / f"{name}.npy"
+        np.save(path, rng.standard_normal((4, 5)).astype(np.float32))
+        files += ["--input", str(path)]
+    proc = cli("run", aotirt.models.path("add_mul", "cpu"), *files, "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert "out: shape (4, 5) dtype float32" in proc.stdout
+    a, b, c = (np.load(tmp_path / f"{n}.npy") for n in "abc")
+    result = np.load(tmp_path / "out" / "out.npy")
+    np.testing.assert_allclose(result, a * b + c, rtol=1e-6, atol=1e-6)
+
+
+def test_run_missing_model(tmp_path):
+    assert_one_line_error(cli("run", str(tmp_path / "nope.so")), 2, "model library not found")
+
+
+def test_run_missing_input():
+    assert_one_line_error(cli("run", aotirt.models.path("add_mul", "cpu"), "--input", "/no/x.npy"), 2,
+                          "input file not found: /no/x.npy")
+
+
+def test_run_unreadable_input(tmp_path):
+    bad = tmp_path / "bad.npy"
+    bad.write_text("not numpy")
+    assert_one_line_error(cli("run", aotirt.models.path("add_mul", "cpu"), "--input", str(bad)), 2,
+                          "cannot read", "bad.npy")
+
+
+def test_run_wrong_input_count(tmp_path):
+    x = tmp_path / "x.npy"
+    np.save(x, np.ones(3, np.float32))
+    assert_one_line_error(cli("run", aotirt.models.path("add_mul", "cpu"), "--input", str(x)), 1,
+                          "ValueError", "takes 3 inputs, got 1")
+
+
+def test_run_broken_library(tmp_path):
+    broken = tmp_path / "broken.so"
+    broken.write_bytes(b"\x7fELF" + b"\0" * 10)
+    assert_one_line_error(cli("run", str(broken)), 1, "AotiError", "broken.so")
+
+
+def test_bad_arguments_exit_2():
+    for args in [("frobnicate",), ("demo", "--steps", "0"), ("demo", "--device", "tpu"), ()]:
+        proc = cli(*args)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert "Traceback" not in proc.stderr
