@@ -22,6 +22,10 @@ CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", 
 MODELS = {
     "add_mul": (["container.cpp", "add_mul.cpp"], ["add_mul_kernel.cu"]),
 }
+# Test-only models, built for CUDA only into models/testing/.
+TESTING_CUDA_MODELS = {
+    "fault": ["container.cpp", "testing/fault.cpp", "testing/fault_kernel.cu"],
+}
 CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_handle"]
 
 
@@ -97,6 +101,12 @@ class BuildAotirt(build_ext):
                 builds.append(lambda c=common, o=cpu_lib: self.build_cpu_model(c, o))
             if newer(cuda_lib, common + cuda_only + model_headers):
                 builds.append(lambda c=common + cuda_only, o=cuda_lib: self.build_cuda_model(c, o))
+        os.makedirs(os.path.join(package_dir, "models", "testing"), exist_ok=True)
+        for name, sources in TESTING_CUDA_MODELS.items():
+            sources = [os.path.join(models_dir, s) for s in sources]
+            target = os.path.join(package_dir, "models", "testing", f"{name}_cuda.so")
+            if newer(target, sources + model_headers):
+                builds.append(lambda c=sources, o=target: self.build_cuda_model(c, o))
         with ThreadPoolExecutor(self.jobs) as pool:
             for f in [pool.submit(b) for b in builds]:
                 f.result()

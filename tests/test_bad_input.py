@@ -203,3 +203,104 @@ def test_weights_for_a_model_without_constants(handle):
         handle.update_constants_from_blob(b"\0" * 16)
     with pytest.raises(TypeError):
         handle.update_constants_from_blob(None)
+
+
+def test_zero_size_inputs_give_zero_size_outputs(handle):
+    for shape in [(0,), (3, 0), (0, 5, 2)]:
+        (out,) = handle.run([np.ones(shape, np.float32)] * 3)
+        assert out.shape == shape and out.numpy().shape == shape
+
+
+def test_nan_and_inf_pass_through_unchanged(handle):
+    a = np.array([np.nan, np.inf, -np.inf, 1.0], np.float32)
+    one, zero = np.ones(4, np.float32), np.zeros(4, np.float32)
+    result = handle.run([a, one, zero])[0].numpy()
+    assert np.isnan(result[0]) and result[1] == np.inf and result[2] == -np.inf and result[3] == 1.0
+
+
+def test_negative_strides_are_copied_not_misread(handle):
+    a = np.arange(10, dtype=np.float32)[::-1]
+    one, zero = np.ones(10, np.float32), np.zeros(10, np.float32)
+    np.testing.assert_array_equal(handle.run([a, one, zero])[0].numpy(), a)
+
+
+def test_tensor_outlives_a_closed_handle_and_can_feed_another(handle):
+    h = aotirt.AotiHandle(aotirt.models.path("add_mul", "cpu"))
+    (y,) = h.run([ones(3)] * 3)
+    h.close()
+    np.testing.assert_array_equal(handle.run([y, y, y])[0].numpy(), np.full(3, 6, np.float32))
+
+
+def test_read_only_input_buffers_are_accepted(handle):
+    a = np.ones(4, np.float32)
+    a.flags.writeable = False
+    np.testing.assert_array_equal(handle.run([a, a, memoryview(a)])[0].numpy(), np.full(4, 2, np.float32))
+
+
+def test_big_endian_input_is_refused(handle):
+    big = np.ones(3, dtype=">f4")
+    with pytest.raises(TypeError, match="input 0: buffer format '>f' is not a supported dtype"):
+        handle.run([big, ones(3), ones(3)])
+
+
+def test_object_arrays_are_refused(handle):
+    with pytest.raises(TypeError, match="input 1"):
+        handle.run([ones(2), np.array([object(), object()]), ones(2)])
+
+
+def test_asarray_refuses_bad_devices_and_non_arrays():
+    with pytest.raises(ValueError, match="device"):
+        aotirt.asarray(ones(2), device="cuda:-1")
+    with pytest.raises(TypeError, match="expected an aotirt.Tensor or an array"):
+        aotirt.asarray([1.0, 2.0])
+
+
+def test_narrow_and_copy_errors():
+    t = aotirt.asarray(np.zeros((2, 3), np.float32))
+    with pytest.raises(ValueError, match="outside"):
+        t.narrow(1, -1, 2)
+    with pytest.raises(TypeError):
+        t.copy_(np.zeros((2, 3), np.float32))
+
+
+def test_handle_path_must_be_a_path():
+    with pytest.raises(TypeError):
+        aotirt.AotiHandle(42)
+    with pytest.raises((ValueError, aotirt.AotiError)):
+        aotirt.AotiHandle("")
+
+
+@pytest.mark.gpu
+def test_closed_stream_is_refused():
+    s = aotirt.Stream.create(0)
+    s.close()
+    s.close()
+    assert s.closed and "closed" in repr(s)
+    with pytest.raises(ValueError, match="the stream is closed"):
+        s.__cuda_stream__()
+    with pytest.raises(ValueError, match="the stream is closed"):
+        aotirt.CudaHandle(aotirt.models.path("add_mul", "cuda"), stream=s)
+    with pytest.raises(ValueError, match="the stream is closed"):
+        aotirt.empty((2,), "float32", device=0, stream=s)
+
+
+@pytest.mark.gpu
+def test_closing_a_stream_object_keeps_it_alive_for_its_users():
+    s = aotirt.Stream.create(0)
+    with aotirt.CudaHandle(aotirt.models.path("add_mul", "cuda"), stream=s) as h:
+        s.close()
+        (y,) = h.run([ones(1000)] * 3)
+        assert y.stream == h.stream
+        np.testing.assert_array_equal(y.numpy(), np.full(1000, 2, np.float32))
+
+
+@pytest.mark.gpu
+def test_stream_on_another_device_than_the_handle():
+    if aotirt.device_count() < 2:
+        s = aotirt.Stream.create(0)
+        with pytest.raises(ValueError, match="CUDA device 1 does not exist"):
+            aotirt.CudaHandle(aotirt.models.path("add_mul", "cuda"), device=1, stream=s)
+    else:
+        s = aotirt.Stream.create(1)
+        with pytest.raises(ValueError, match="the stream is on cuda:1, the handle on cuda:0"):
+            aotirt.CudaHandle(aotirt.models.path("add_mul", "cuda"), device=0, stream=s)

@@ -107,6 +107,7 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
     return AOTIRT_OK;
   }
 
+  AOTIRT_TRY(check_device_usable(storage.device_index));
   StreamRef stream = t.stream;
   if (!stream) AOTIRT_TRY(shared_stream(storage.device_index, &stream));
   const void* source = t.data();
@@ -129,7 +130,11 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
   // The one place the host waits for the GPU (shared/DESIGN.md, "The one rule").
   // A fault in any earlier kernel on this stream surfaces here.
   cudaError_t done = cudaStreamSynchronize(stream->handle);
-  if (done != cudaSuccess) return fail_cuda(done, "cudaStreamSynchronize, waiting for the copy to host");
+  if (done != cudaSuccess) {
+    note_cuda_error(stream->device, done);
+    return fail_cuda(done, "cudaStreamSynchronize, waiting for the copy to host (an earlier kernel on this "
+                           "stream may have failed)");
+  }
   return AOTIRT_OK;
 }
 

@@ -16,6 +16,14 @@ aotirt_status fail(aotirt_status kind, std::string message);
 // message adds CUDA's name and description of `code`.
 aotirt_status fail_cuda(cudaError_t code, const std::string& what);
 
+// After a sticky error (a kernel fault) the device's CUDA context is lost for
+// good: every later call fails. The first such error is remembered, and work
+// for that device is refused up front with a message that says why.
+// Returns AOTIRT_OK while the device is usable.
+aotirt_status check_device_usable(int device);
+// Notes an error CUDA returned for work on `device` (see above).
+void note_cuda_error(int device, cudaError_t code);
+
 // Makes the thread's last error empty (the start of every public call that
 // can fail is free to skip this: only a failure's message is ever read).
 void clear_error();

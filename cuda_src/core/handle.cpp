@@ -300,6 +300,7 @@ aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stre
 }
 
 aotirt_status CudaHandle::before_run() {
+  AOTIRT_TRY(check_device_usable(device_index()));
   int current = 0;
   AOTIRT_CUDA_TRY(cudaGetDevice(&current));
   if (current != device_index()) {

@@ -45,6 +45,7 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
   if (device_type == AOTIRT_DEVICE_CUDA) {
     storage->owner = Storage::Owner::Pool;
     storage->stream = stream;
+    AOTIRT_TRY(check_device_usable(device_index));
     if (nbytes > 0) {
       BlockCache* cache = stream->cache();
       storage->capacity = cache ? BlockCache::round_up(nbytes) : nbytes;

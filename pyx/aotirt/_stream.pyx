@@ -81,28 +81,54 @@ cdef class Stream:
         check(aotirt_stream_adopt(<void*>address, device, &s))
         return stream_from_reference(s, obj)
 
+    cdef aotirt_stream* get(self) except NULL:
+        if self._stream is NULL:
+            raise ValueError("the stream is closed")
+        return self._stream
+
+    def close(self):
+        """Drop this object's reference to the stream.
+
+        Handles and tensors that use the stream keep it alive; it is
+        destroyed (without waiting for it) when the last of them is gone.
+        Using this object afterwards raises ValueError. Closing twice does
+        nothing.
+        """
+        if self._stream is not NULL:
+            aotirt_stream_release(self._stream)
+            self._stream = NULL
+        self._owner = None
+
+    @property
+    def closed(self):
+        return self._stream is NULL
+
     @property
     def handle(self):
         """The ``cudaStream_t`` as an int."""
-        return <uintptr_t>aotirt_stream_handle(self._stream)
+        return <uintptr_t>aotirt_stream_handle(self.get())
 
     @property
     def device(self):
-        return aotirt_stream_device(self._stream)
+        return aotirt_stream_device(self.get())
 
     def __cuda_stream__(self):
         """The CUDA stream protocol: ``(version, address)``."""
-        return (0, <uintptr_t>aotirt_stream_handle(self._stream))
+        return (0, <uintptr_t>aotirt_stream_handle(self.get()))
 
     def __eq__(self, other):
         if not isinstance(other, Stream):
             return NotImplemented
+        if self._stream is NULL or (<Stream>other)._stream is NULL:
+            return self is other
         return self.handle == (<Stream>other).handle
 
     def __hash__(self):
-        return hash(self.handle)
+        return hash(self.handle) if self._stream is not NULL else id(self)
 
     def __repr__(self):
+        if self._stream is NULL:
+            return "<aotirt.Stream closed>"
         return f"<aotirt.Stream cuda:{self.device} 0x{self.handle:x}>"
 
 
@@ -117,5 +143,6 @@ cdef Stream as_stream(object obj, int device):
     if obj is None:
         return Stream.shared(device)
     if isinstance(obj, Stream):
+        (<Stream>obj).get()  # a closed stream cannot be used
         return <Stream>obj
     return Stream.from_external(obj, device)
