@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-installed
 
-.PHONY: demo test build gpu-check bench run-bench bench-cpu run-bench-cpu clean
+.PHONY: demo test build asan gpu-check bench run-bench bench-cpu run-bench-cpu clean
 
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,17 @@ bench-cpu: build
 
 run-bench-cpu: $(HARNESS)
 	$(HARNESS) --models $(PKG)/models --device cpu --quick
+
+# The CPU paths of the core and the tests under AddressSanitizer and
+# UndefinedBehaviorSanitizer, from a separate build in build/asan.
+ASAN_LIB = $(shell gcc -print-file-name=libasan.so) $(shell gcc -print-file-name=libubsan.so)
+asan: $(DEPS)
+	AOTIRT_SANITIZE=address,undefined $(PY) setup.py -q build --build-base build/asan
+	PYTHONPATH=$$(echo $(CURDIR)/build/asan/lib.*) LD_PRELOAD="$(ASAN_LIB)" \
+	ASAN_OPTIONS=detect_leaks=0:protect_shadow_gap=0:abort_on_error=1 \
+	UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+		sh -c '$(PY) -c "import aotirt, sys; print(\"sanitized build:\", aotirt.__file__)" && \
+		       $(PY) -m pytest -q -p no:cacheprovider -m "not gpu" tests'
 
 gpu-check:
 	scripts/gpu-check.sh

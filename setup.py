@@ -5,6 +5,8 @@ Environment:
   AOTIRT_CUDA_ARCHS  SM versions for machine code, e.g. "80;90" (the default);
                      PTX for the highest is added so newer GPUs can JIT it
   AOTIRT_BUILD_JOBS  parallel nvcc/g++ jobs (default: CPU count)
+  AOTIRT_SANITIZE    e.g. "address,undefined": build every host part with these
+                     sanitizers (make asan; never for a release build)
 """
 
 import os
@@ -56,6 +58,13 @@ def gencode_flags():
     top = versions[-1]
     flags.append(f"-gencode=arch=compute_{top},code=compute_{top}")
     return flags
+
+
+def sanitize_flags():
+    """-fsanitize flags for host code, from AOTIRT_SANITIZE (empty by default)."""
+    # One flag per sanitizer: nvcc splits -Xcompiler values at commas.
+    wanted = [name.strip() for name in os.environ.get("AOTIRT_SANITIZE", "").split(",") if name.strip()]
+    return [f"-fsanitize={name}" for name in wanted] + ["-fno-omit-frame-pointer", "-g"] if wanted else []
 
 
 def newer(target, sources):
@@ -116,8 +125,9 @@ class BuildAotirt(build_ext):
         super().run()
 
     def nvcc_compile(self, source, obj, defines=()):
+        host = ",".join(["-fPIC", "-fvisibility=hidden", "-Wall", *sanitize_flags()])
         run([self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(),
-             "-Xcompiler", "-fPIC,-fvisibility=hidden,-Wall", *[f"-D{d}" for d in defines],
+             "-Xcompiler", host, *[f"-D{d}" for d in defines],
              "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj])
 
     def build_core(self, sources, target):
@@ -130,12 +140,17 @@ class BuildAotirt(build_ext):
         # cudart is linked dynamically: the core, the models and any test
         # interposer must all see one CUDA runtime (shared/DESIGN.md).
         run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
-             "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so", "-ldl"])
+             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so", "-ldl"])
+
+    @staticmethod
+    def sanitize_link():
+        flags = sanitize_flags()
+        return ["-Xcompiler", ",".join(flags)] if flags else []
 
     def build_cpu_model(self, sources, target):
         # Like an AOTInductor library built without libtorch: the aoti_torch_*
         # shims stay undefined and are found in the process at dlopen time.
-        run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden",
+        run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", *sanitize_flags(),
              "-I", os.path.join(ROOT, "include"), *sources, "-o", target])
 
     def build_cuda_model(self, sources, target):
@@ -145,7 +160,7 @@ class BuildAotirt(build_ext):
         for s, o in zip(sources, objects):
             self.nvcc_compile(s, o, ["AOTIRT_MODEL_CUDA"])
         run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
-             "-Xlinker", f"-rpath,{self.cuda_lib}"])
+             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}"])
 
 
 def extensions():
@@ -157,8 +172,9 @@ def extensions():
             [os.path.join("pyx", "aotirt", f"{name}.pyx")],
             include_dirs=[os.path.join(ROOT, "include")],
             libraries=["aotirt"],
+            extra_compile_args=sanitize_flags(),
             # The core sits beside the extensions, inside the package.
-            extra_link_args=["-Wl,-rpath,$ORIGIN"],
+            extra_link_args=["-Wl,-rpath,$ORIGIN", *sanitize_flags()],
             language="c++",
         )
         for name in CYTHON_MODULES

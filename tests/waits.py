@@ -38,7 +38,9 @@ def count_waits(library, body, setup=""):
         "names = counter.waits_names().decode().split()",
         "print('WAITS ' + json.dumps({n: counter.waits_count(n.encode()) for n in names}))",
     ])
-    env = dict(os.environ, LD_PRELOAD=library)
+    # Keep what is preloaded already (the sanitizer runtimes under make asan).
+    preload = " ".join(p for p in [os.environ.get("LD_PRELOAD", ""), library] if p)
+    env = dict(os.environ, LD_PRELOAD=preload)
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = [l for l in proc.stdout.splitlines() if l.startswith("WAITS ")][-1]
