@@ -1,12 +1,14 @@
 """Bad input: each case raises a clear exception and the process lives on."""
 
 import os
+import subprocess
 
 import numpy as np
 import pytest
 
 import aotirt
 from helpers import run_python
+
 
 @pytest.fixture
 def handle():
@@ -304,3 +306,24 @@ def test_stream_on_another_device_than_the_handle():
         s = aotirt.Stream.create(1)
         with pytest.raises(ValueError, match="the stream is on cuda:1, the handle on cuda:0"):
             aotirt.CudaHandle(aotirt.models.path("add_mul", "cuda"), device=0, stream=s)
+
+
+def test_library_needing_missing_shims_names_every_one(tmp_path):
+    # Checked before dlopen, from the library's symbol table: no crash at the
+    # first call into a function nobody defines.
+    source = tmp_path / "needs.c"
+    source.write_text(
+        "extern int aoti_torch_frobnicate(void);\n"
+        "extern int aoti_torch_missing_op(int);\n"
+        "extern int aoti_torch_empty_strided();\n"  # one that aotirt has
+        "int AOTInductorModelContainerCreateWithDevice(void) {\n"
+        "  return aoti_torch_frobnicate() + aoti_torch_missing_op(1) + aoti_torch_empty_strided();\n"
+        "}\n")
+    library = tmp_path / "needs.so"
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(source)], check=True)
+    with pytest.raises(aotirt.AotiError) as info:
+        aotirt.AotiHandle(library)
+    message = str(info.value)
+    assert "needs 2 aoti_torch_* function(s) that aotirt does not implement" in message
+    assert "aoti_torch_frobnicate" in message and "aoti_torch_missing_op" in message
+    assert "aoti_torch_empty_strided" not in message

@@ -76,4 +76,44 @@ aotirt_status check_shared_library(const std::string& path) {
   return AOTIRT_OK;
 }
 
+aotirt_status undefined_symbols(const std::string& path, const std::string& prefix,
+                                std::vector<std::string>* names) {
+  auto bad = [&](const std::string& why) {
+    return fail(AOTIRT_ERROR_AOTI, "cannot read the symbol table of " + path + ": " + why);
+  };
+  File file(path);
+  struct stat info {};
+  if (file.fd() < 0 || fstat(file.fd(), &info) != 0) return bad(std::strerror(errno));
+  const uint64_t size = static_cast<uint64_t>(info.st_size);
+  Elf64_Ehdr header{};
+  if (!file.read_at(&header, sizeof(header), 0)) return bad("no ELF header");
+  if (header.e_shoff == 0 || header.e_shnum == 0) return AOTIRT_OK;  // no sections: nothing to check
+  if (header.e_shentsize != sizeof(Elf64_Shdr) ||
+      header.e_shoff + uint64_t(header.e_shnum) * sizeof(Elf64_Shdr) > size)
+    return bad("truncated section headers");
+  std::vector<Elf64_Shdr> sections(header.e_shnum);
+  if (!file.read_at(sections.data(), sections.size() * sizeof(Elf64_Shdr), header.e_shoff))
+    return bad("could not read the section headers");
+
+  for (const Elf64_Shdr& symtab : sections) {
+    if (symtab.sh_type != SHT_DYNSYM) continue;
+    if (symtab.sh_link >= sections.size() || symtab.sh_entsize != sizeof(Elf64_Sym)) return bad("malformed .dynsym");
+    const Elf64_Shdr& strtab = sections[symtab.sh_link];
+    if (symtab.sh_offset + symtab.sh_size > size || strtab.sh_offset + strtab.sh_size > size)
+      return bad("truncated .dynsym or its strings");
+    std::vector<Elf64_Sym> symbols(symtab.sh_size / sizeof(Elf64_Sym));
+    std::vector<char> strings(strtab.sh_size + 1, '\0');  // one extra NUL ends the last name
+    if (!file.read_at(symbols.data(), symbols.size() * sizeof(Elf64_Sym), symtab.sh_offset) ||
+        !file.read_at(strings.data(), strtab.sh_size, strtab.sh_offset))
+      return bad("could not read .dynsym");
+    for (const Elf64_Sym& symbol : symbols) {
+      if (symbol.st_shndx != SHN_UNDEF || ELF64_ST_BIND(symbol.st_info) == STB_WEAK) continue;
+      if (symbol.st_name >= strtab.sh_size) continue;
+      const char* name = strings.data() + symbol.st_name;
+      if (std::strncmp(name, prefix.c_str(), prefix.size()) == 0) names->push_back(name);
+    }
+  }
+  return AOTIRT_OK;
+}
+
 }  // namespace aotirt

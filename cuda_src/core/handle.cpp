@@ -37,6 +37,28 @@ aotirt_status make_runtime_global() {
   return AOTIRT_OK;
 }
 
+// Names every aoti_torch_* function the library needs that libaotirt does not
+// define: better one clear error at open than a crash at the first call.
+aotirt_status check_shims_available(const std::string& path) {
+  std::vector<std::string> needed;
+  AOTIRT_TRY(undefined_symbols(path, "aoti_torch_", &needed));
+  Dl_info self{};
+  if (!dladdr(reinterpret_cast<const void*>(&aotirt_handle_open), &self) || !self.dli_fname) return AOTIRT_OK;
+  void* core = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
+  if (!core) return AOTIRT_OK;
+  std::string missing;
+  size_t count = 0;
+  for (const std::string& name : needed) {
+    if (dlsym(core, name.c_str())) continue;
+    missing += (missing.empty() ? "" : ", ") + name;
+    ++count;
+  }
+  dlclose(core);  // drops only the reference RTLD_NOLOAD took
+  if (count == 0) return AOTIRT_OK;
+  return fail(AOTIRT_ERROR_AOTI, path + " needs " + std::to_string(count) +
+                                     " aoti_torch_* function(s) that aotirt does not implement: " + missing);
+}
+
 std::string directory_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -90,6 +112,7 @@ aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** o
 
 aotirt_status aotirt_handle::load(const std::string& device_str) {
   AOTIRT_TRY(check_shared_library(path_));
+  AOTIRT_TRY(check_shims_available(path_));
   AOTIRT_TRY(make_runtime_global());
 
   // RTLD_LOCAL: two models may define the same internal symbols.
