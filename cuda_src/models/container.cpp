@@ -147,7 +147,7 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerCreateWithDevice(AOTInductor
     if (device.is_cuda() != model::spec().built_for_cuda)
       model::fail(std::string("this library was built for ") + (model::spec().built_for_cuda ? "cuda" : "cpu") +
                   ", not for \"" + device_str + "\"");
-    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container{device});
+    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container{device, nullptr});
   });
 }
 
