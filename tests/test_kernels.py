@@ -46,7 +46,10 @@ class Kernels:
     def __init__(self, device):
         self.device = device
         self.lib = ctypes.CDLL(os.path.join(models_folder(), f"_kernels_{device}.so"))
-        self.stream = aotirt.Stream.shared(0).handle if device == "cuda" else None
+        # Held, not only its handle: the shared stream lives as long as
+        # something references it, and the tensors below must share it.
+        self.shared_stream = aotirt.Stream.shared(0) if device == "cuda" else None
+        self.stream = self.shared_stream.handle if device == "cuda" else None
 
     def put(self, array):
         return aotirt.asarray(np.ascontiguousarray(array), device=self.device)
