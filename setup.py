@@ -20,13 +20,27 @@ from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "api.cpp"]
-# Example models: name -> (sources for both builds, extra sources for CUDA).
+# The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
+# builds, CUDA for the CUDA builds.
+KERNELS_CPU = [f"kernels/{k}_cpu.cpp" for k in ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")]
+KERNELS_CUDA = [f"kernels/{k}.cu" for k in ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")]
+PIPELINE = ["models/container.cpp", "models/pipeline.cpp"]
+# Example model libraries, each built for the CPU and for CUDA:
+# name -> (sources for both builds, for the CPU build only, for CUDA only),
+# under cuda_src/. A leading underscore marks a test library, not a model.
 MODELS = {
-    "add_mul": (["container.cpp", "add_mul.cpp"], ["add_mul_kernel.cu"]),
+    "add_mul": (["models/container.cpp", "models/add_mul.cpp"], [], ["models/add_mul_kernel.cu"]),
+    "encoder": (PIPELINE + ["models/encoder.cpp"], KERNELS_CPU, KERNELS_CUDA),
+    "decoder": (PIPELINE + ["models/decoder.cpp"], KERNELS_CPU, KERNELS_CUDA),
+    "_kernels": (["kernels/test_api.cpp"], KERNELS_CPU, KERNELS_CUDA),
 }
-# Test-only models, built for CUDA only into models/testing/.
+# Models that keep weights: compiled with AOTIRT_MODEL_HAS_STATE (their
+# container owns the weights), which make_weights.py writes beside them.
+WEIGHTS = ["encoder", "decoder"]
+MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
+# Test-only libraries, built for CUDA only into models/testing/.
 TESTING_CUDA_MODELS = {
-    "fault": ["container.cpp", "testing/fault.cpp", "testing/fault_kernel.cu"],
+    "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
 }
 CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_handle"]
 
@@ -98,26 +112,34 @@ class BuildAotirt(build_ext):
         if newer(core, core_sources + core_headers):
             self.build_core(core_sources, core)
 
-        models_dir = os.path.join(ROOT, "cuda_src", "models")
-        model_headers = headers + [os.path.join(models_dir, h) for h in os.listdir(models_dir) if h.endswith(".h")]
-        builds = []
-        for name, (common, cuda_only) in MODELS.items():
-            common = [os.path.join(models_dir, s) for s in common]
-            cuda_only = [os.path.join(models_dir, s) for s in cuda_only]
+        src = os.path.join(ROOT, "cuda_src")
+        model_headers = headers + [os.path.join(src, d, h) for d in ("models", "kernels")
+                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh"))]
+        cpu_builds = []
+        cuda_targets = []  # (sources, defines, library)
+        for name, (common, cpu_only, cuda_only) in MODELS.items():
+            defines = ["AOTIRT_MODEL_HAS_STATE"] if name in WEIGHTS else []
+            cpu_sources = [os.path.join(src, s) for s in common + cpu_only]
+            cuda_sources = [os.path.join(src, s) for s in common + cuda_only]
             cpu_lib = os.path.join(package_dir, "models", f"{name}_cpu.so")
             cuda_lib = os.path.join(package_dir, "models", f"{name}_cuda.so")
-            if newer(cpu_lib, common + model_headers):
-                builds.append(lambda c=common, o=cpu_lib: self.build_cpu_model(c, o))
-            if newer(cuda_lib, common + cuda_only + model_headers):
-                builds.append(lambda c=common + cuda_only, o=cuda_lib: self.build_cuda_model(c, o))
+            if newer(cpu_lib, cpu_sources + model_headers):
+                cpu_builds.append(lambda c=cpu_sources, d=defines, o=cpu_lib: self.build_cpu_model(c, o, d))
+            if newer(cuda_lib, cuda_sources + model_headers):
+                cuda_targets.append((cuda_sources, ["AOTIRT_MODEL_CUDA"] + defines, cuda_lib))
+        weights_dir = os.path.join(package_dir, "models")
+        if any(newer(os.path.join(weights_dir, f"{name}.weights"), [MAKE_WEIGHTS]) for name in WEIGHTS):
+            cpu_builds.append(lambda: run([sys.executable, MAKE_WEIGHTS, weights_dir]))
         os.makedirs(os.path.join(package_dir, "models", "testing"), exist_ok=True)
         for name, sources in TESTING_CUDA_MODELS.items():
-            sources = [os.path.join(models_dir, s) for s in sources]
+            sources = [os.path.join(src, s) for s in sources]
             target = os.path.join(package_dir, "models", "testing", f"{name}_cuda.so")
             if newer(target, sources + model_headers):
-                builds.append(lambda c=sources, o=target: self.build_cuda_model(c, o))
+                cuda_targets.append((sources, ["AOTIRT_MODEL_CUDA"], target))
         with ThreadPoolExecutor(self.jobs) as pool:
-            for f in [pool.submit(b) for b in builds]:
+            futures = [pool.submit(b) for b in cpu_builds]
+            self.build_cuda_models(cuda_targets, pool)
+            for f in futures:
                 f.result()
 
         for ext in self.extensions:
@@ -147,20 +169,34 @@ class BuildAotirt(build_ext):
         flags = sanitize_flags()
         return ["-Xcompiler", ",".join(flags)] if flags else []
 
-    def build_cpu_model(self, sources, target):
+    def build_cpu_model(self, sources, target, defines=()):
         # Like an AOTInductor library built without libtorch: the aoti_torch_*
         # shims stay undefined and are found in the process at dlopen time.
         run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", *sanitize_flags(),
-             "-I", os.path.join(ROOT, "include"), *sources, "-o", target])
+             *[f"-D{d}" for d in defines], "-I", os.path.join(ROOT, "include"), *sources, "-o", target])
 
-    def build_cuda_model(self, sources, target):
-        obj_dir = os.path.join(self.build_temp, "models", os.path.basename(target))
-        os.makedirs(obj_dir, exist_ok=True)
-        objects = [os.path.join(obj_dir, os.path.basename(s) + ".o") for s in sources]
-        for s, o in zip(sources, objects):
-            self.nvcc_compile(s, o, ["AOTIRT_MODEL_CUDA"])
-        run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
-             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}"])
+    def build_cuda_models(self, targets, pool):
+        # Several libraries share sources (the kernels): each (source,
+        # defines) pair is compiled once, all of them in parallel, then each
+        # library is linked from its objects.
+        objects = {}
+        for sources, defines, _target in targets:
+            for source in sources:
+                key = (source, tuple(defines))
+                if key not in objects:
+                    tag = "-".join(d.lower() for d in defines)
+                    name = os.path.relpath(source, ROOT).replace(os.sep, "_") + ".o"
+                    objects[key] = os.path.join(self.build_temp, "models", tag, name)
+        for obj in objects.values():
+            os.makedirs(os.path.dirname(obj), exist_ok=True)
+        for f in [pool.submit(self.nvcc_compile, s, o, list(d)) for (s, d), o in objects.items()]:
+            f.result()
+        links = [pool.submit(run, [self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target,
+                                   *[objects[(s, tuple(defines))] for s in sources],
+                                   *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}"])
+                 for sources, defines, target in targets]
+        for f in links:
+            f.result()
 
 
 def extensions():

@@ -48,3 +48,17 @@ def device_free_bytes():
     err, free, _total = runtime.cudaMemGetInfo()
     assert err == runtime.cudaError_t.cudaSuccess, err
     return free
+
+
+def relative_error(out, ref):
+    """||out - ref|| / ||ref||, in float64."""
+    out = np.asarray(out, np.float64)
+    ref = np.asarray(ref, np.float64)
+    return float(np.linalg.norm(out - ref) / np.linalg.norm(ref))
+
+
+def models_folder():
+    """The folder of the built example libraries (and of the test kernels)."""
+    import aotirt
+
+    return os.path.dirname(aotirt.models.path("add_mul", "cpu"))

@@ -76,6 +76,7 @@ namespace {
 
 struct Container {
   model::Device device;
+  std::unique_ptr<model::State> state;  // stays empty for stateless models
 };
 
 thread_local std::string last_error;
@@ -125,7 +126,11 @@ AOTIRuntimeError run_container(AOTInductorModelContainerHandle handle, AtenTenso
       if (inputs[i].device_type() != container->device.type)
         model::fail("input " + std::to_string(i) + " (" + spec.input_names[i] + ") is on the wrong device");
     std::vector<model::Tensor> outputs(num_outputs);
+#if defined(AOTIRT_MODEL_HAS_STATE)
+    model::run(container->device, container->state.get(), inputs, outputs, stream);
+#else
     model::run(container->device, inputs, outputs, stream);
+#endif
     for (size_t i = 0; i < num_outputs; ++i) output_handles[i] = outputs[i].release();
   });
 }
@@ -142,7 +147,7 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerCreateWithDevice(AOTInductor
     if (device.is_cuda() != model::spec().built_for_cuda)
       model::fail(std::string("this library was built for ") + (model::spec().built_for_cuda ? "cuda" : "cpu") +
                   ", not for \"" + device_str + "\"");
-    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container{device});
+    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container{device, nullptr});
   });
 }
 
@@ -189,6 +194,19 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerRunSingleThreaded(
     AtenTensorHandle* output_handles, size_t num_outputs, AOTInductorStreamHandle stream, AOTIProxyExecutorHandle) {
   return run_container(handle, input_handles, num_inputs, output_handles, num_outputs, stream);
 }
+
+#if defined(AOTIRT_MODEL_HAS_STATE)
+// Only models with state export this: aotirt then tells a caller that a
+// stateless library takes no weights, instead of the library ignoring them.
+MODEL_API AOTIRuntimeError AOTInductorModelUpdateConstantsFromBlob(AOTInductorModelContainerHandle handle,
+                                                                   const uint8_t* weight_blob_ptr) {
+  return guarded([&] {
+    if (!weight_blob_ptr) model::fail("the weights blob is NULL");
+    auto* container = reinterpret_cast<Container*>(handle);
+    model::update_constants(container->device, container->state, weight_blob_ptr);
+  });
+}
+#endif
 
 MODEL_API AOTIRuntimeError AOTInductorGetLastError(const char** error_msg) {
   *error_msg = last_error.c_str();

@@ -69,4 +69,21 @@ const Spec& spec();
 // Runs once: `inputs` are owned by the callee; fills `outputs`.
 void run(const Device& device, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, void* stream);
 
+// Per-container state, for models that keep some (their weights, in tensors
+// on the container's device). A model built with AOTIRT_MODEL_HAS_STATE
+// defines the two functions below instead of run() above; its container owns
+// the state (empty until the first update_constants), deletes it with itself,
+// and exports AOTInductorModelUpdateConstantsFromBlob. Stateless models such
+// as add_mul define only run() above.
+class State {
+ public:
+  virtual ~State() = default;
+};
+// Replaces `state` with constants read from `blob` (the layout is the model's
+// own: the ABI passes no size).
+void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob);
+// As run() above; `state` is null until constants were loaded.
+void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+         void* stream);
+
 }  // namespace model

@@ -1,6 +1,14 @@
-"""The example model libraries that ship inside the package."""
+"""The example model libraries that ship inside the package.
 
+``add_mul`` (out = a * b + c) takes no weights. ``encoder`` and ``decoder``
+are a speech-style pipeline whose weights ship beside the libraries
+(:func:`weights`); :func:`open` gives a handle with them loaded.
+"""
+
+import builtins
 import os
+
+from aotirt import _layout
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
@@ -12,7 +20,8 @@ def available():
     names = set()
     for entry in os.listdir(_FOLDER):
         for suffix in ("_cpu.so", "_cuda.so"):
-            if entry.endswith(suffix):
+            # Names with a leading underscore are test libraries, not models.
+            if entry.endswith(suffix) and not entry.startswith("_"):
                 names.add(entry[: -len(suffix)])
     return sorted(names)
 
@@ -46,3 +55,75 @@ def path(name, device="cpu"):
     if not os.path.isfile(file):
         raise ValueError(f"example model {name!r} was not built for {kind}")
     return file
+
+
+def weights(name):
+    """Path of the weights file of example model `name`.
+
+    Examples
+    --------
+    >>> aotirt.models.weights("encoder")            # doctest: +ELLIPSIS
+    '.../aotirt/models/encoder.weights'
+    """
+    if name not in _layout.LAYOUT:
+        if name in available():
+            raise ValueError(f"example model {name!r} has no weights")
+        raise ValueError(f"no example model named {name!r} with weights; "
+                         f"those with weights: {', '.join(sorted(_layout.LAYOUT))}")
+    file = os.path.join(_FOLDER, f"{name}.weights")
+    if not os.path.isfile(file):
+        raise ValueError(f"the weights of example model {name!r} were not built ({file} is missing)")
+    return file
+
+
+def open(name, device="cpu", weights=None):
+    """A handle on example model `name` for `device`, its weights loaded.
+
+    Parameters
+    ----------
+    name : str
+        ``"encoder"``, ``"decoder"`` or ``"add_mul"`` (which has no weights).
+    device : "cpu", "cuda", "cuda:N" or int
+        The CPU gives an :class:`~aotirt.AotiHandle`, a GPU a
+        :class:`~aotirt.CudaHandle` (on the device's shared stream).
+    weights : str or os.PathLike, optional
+        A weights file to load instead of the one that ships with the model.
+        Its size is checked first: the library is given a bare pointer and
+        could not tell a truncated file from a whole one.
+
+    Examples
+    --------
+    >>> with aotirt.models.open("encoder", "cpu") as encoder:   # doctest: +SKIP
+    ...     (hidden,) = encoder.run([frames])
+    """
+    from aotirt._handle import AotiHandle, CudaHandle
+
+    library = path(name, device)
+    blob = None
+    if name in _layout.LAYOUT or weights is not None:
+        blob = _read_weights(name, weights)
+    if library.endswith("_cpu.so"):
+        handle = AotiHandle(library)
+    else:
+        handle = CudaHandle(library, device=device)
+    if blob is not None:
+        try:
+            handle.update_constants_from_blob(blob)
+        except BaseException:
+            handle.close()
+            raise
+    return handle
+
+
+def _read_weights(name, file):
+    if name not in _layout.LAYOUT:
+        raise ValueError(f"example model {name!r} has no weights")
+    file = os.fspath(file) if file is not None else weights(name)
+    expected = _layout.nbytes(name)
+    with builtins.open(file, "rb") as f:
+        blob = f.read(expected + 1)
+    if len(blob) != expected:
+        size = f"more than {expected}" if len(blob) > expected else str(len(blob))
+        raise ValueError(f"{file} has {size} bytes, the {name} model's weights are {expected} bytes "
+                         f"(a truncated file, or not this model's weights)")
+    return blob

@@ -1,0 +1,96 @@
+// decoder: one greedy step. hidden [T, D] float32, token int64 [1] ->
+// logits [V] float32, next_token int64 [1].
+//
+//   x = embedding[token]
+//   ctx = attention(x @ wq, hidden @ wk, hidden @ wv)     (one query, scaled by 1/sqrt(D))
+//   h = x + ctx
+//   logits = gelu(h @ w1 + b1) @ w2 + b2
+//   next_token = argmax(logits)                           (first index on ties)
+//
+// The token is read where it lives: on a GPU, next_token stays on the device
+// and is the next step's token input as it is, with no trip to the host.
+#include <string>
+
+#include "../kernels/kernels.h"
+#include "container.h"
+#include "pipeline.h"
+
+#if defined(AOTIRT_MODEL_CUDA)
+namespace k = kernels::cuda;
+#else
+namespace k = kernels::cpu;
+#endif
+
+using namespace pipeline;
+
+namespace {
+
+// The weights, in file order (make_weights.py writes them so).
+enum Weight : size_t { kEmbedding, kWq, kWk, kWv, kW1, kB1, kW2, kB2 };
+
+const Layout& layout() {
+  static const Layout l = {
+      {"embedding", {kV, kD}}, {"wq", {kD, kD}}, {"wk", {kD, kD}}, {"wv", {kD, kD}},
+      {"w1", {kD, kH}},        {"b1", {kH}},     {"w2", {kH, kV}}, {"b2", {kV}},
+  };
+  return l;
+}
+
+}  // namespace
+
+namespace model {
+
+const Spec& spec() {
+#if defined(AOTIRT_MODEL_CUDA)
+  static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, true};
+#else
+  static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, false};
+#endif
+  return s;
+}
+
+void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
+  state = load_weights(device, layout(), blob);
+}
+
+void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+         void* stream) {
+  const Weights& w = loaded_weights(state);
+  check_input(inputs[0], 0, "decoder", aoti_torch_dtype_float32(), {kT, kD});
+  check_input(inputs[1], 1, "decoder", aoti_torch_dtype_int64(), {1});
+  const float* hidden = static_cast<const float*>(inputs[0].data());
+  const int64_t* token = static_cast<const int64_t*>(inputs[1].data());
+#if !defined(AOTIRT_MODEL_CUDA)
+  // On the CPU the token can be checked for free; on a GPU reading it would
+  // be a host wait, so an out-of-range token there gives NaN logits instead.
+  if (*token < 0 || *token >= kV)
+    fail("input 1 (token) is " + std::to_string(*token) + ", outside the vocabulary [0, " + std::to_string(kV) +
+         ")");
+#endif
+
+  const int32_t f32 = aoti_torch_dtype_float32();
+  Tensor x = empty_like_shape({kD}, f32, device);
+  Tensor q = empty_like_shape({kD}, f32, device);
+  Tensor keys = empty_like_shape({kT, kD}, f32, device);
+  Tensor values = empty_like_shape({kT, kD}, f32, device);
+  Tensor h = empty_like_shape({kD}, f32, device);
+  Tensor m = empty_like_shape({kH}, f32, device);
+  Tensor logits = empty_like_shape({kV}, f32, device);
+  Tensor next = empty_like_shape({1}, aoti_torch_dtype_int64(), device);
+  auto f = [](const Tensor& t) { return static_cast<float*>(t.data()); };
+
+  check_kernel(k::embedding(w[kEmbedding], token, f(x), kV, kD, stream), "embedding");
+  check_kernel(k::matmul(f(x), w[kWq], nullptr, f(q), 1, kD, kD, stream), "matmul (q)");
+  check_kernel(k::matmul(hidden, w[kWk], nullptr, f(keys), kT, kD, kD, stream), "matmul (keys)");
+  check_kernel(k::matmul(hidden, w[kWv], nullptr, f(values), kT, kD, kD, stream), "matmul (values)");
+  check_kernel(k::attention(f(q), f(keys), f(values), f(h), kT, kD, stream), "attention");
+  check_kernel(k::add(f(x), f(h), f(h), kD, stream), "add");  // h = x + ctx
+  check_kernel(k::matmul(f(h), w[kW1], w[kB1], f(m), 1, kH, kD, stream), "matmul (w1)");
+  check_kernel(k::gelu(f(m), f(m), kH, stream), "gelu");
+  check_kernel(k::matmul(f(m), w[kW2], w[kB2], f(logits), 1, kV, kH, stream), "matmul (w2)");
+  check_kernel(k::argmax(f(logits), kV, static_cast<int64_t*>(next.data()), stream), "argmax");
+  outputs[0] = std::move(logits);
+  outputs[1] = std::move(next);
+}
+
+}  // namespace model

@@ -1,0 +1,70 @@
+// encoder: frames [T, F] float32 -> hidden [T, D] float32.
+//
+//   hidden = layer_norm(gelu(conv1d(frames) + conv_b) @ lin_w + lin_b) * gamma + beta
+//
+// conv1d has kernel 3, padding 1, F -> D channels; lin_w is [D_in, D_out].
+#include "../kernels/kernels.h"
+#include "container.h"
+#include "pipeline.h"
+
+#if defined(AOTIRT_MODEL_CUDA)
+namespace k = kernels::cuda;
+#else
+namespace k = kernels::cpu;
+#endif
+
+using namespace pipeline;
+
+namespace {
+
+// The weights, in file order (make_weights.py writes them so).
+enum Weight : size_t { kConvW, kConvB, kLinW, kLinB, kGamma, kBeta };
+
+const Layout& layout() {
+  static const Layout l = {
+      {"conv_w", {kD, kF, 3}}, {"conv_b", {kD}}, {"lin_w", {kD, kD}},
+      {"lin_b", {kD}},         {"gamma", {kD}},  {"beta", {kD}},
+  };
+  return l;
+}
+
+}  // namespace
+
+namespace model {
+
+const Spec& spec() {
+#if defined(AOTIRT_MODEL_CUDA)
+  static const Spec s{{"frames"}, {"hidden"}, true};
+#else
+  static const Spec s{{"frames"}, {"hidden"}, false};
+#endif
+  return s;
+}
+
+void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
+  state = load_weights(device, layout(), blob);
+}
+
+void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+         void* stream) {
+  const Weights& w = loaded_weights(state);
+  check_input(inputs[0], 0, "encoder", aoti_torch_dtype_float32(), {kT, kF});
+  const float* frames = static_cast<const float*>(inputs[0].data());
+
+  const int32_t f32 = aoti_torch_dtype_float32();
+  Tensor conv = empty_like_shape({kT, kD}, f32, device);
+  Tensor linear = empty_like_shape({kT, kD}, f32, device);
+  Tensor hidden = empty_like_shape({kT, kD}, f32, device);
+  float* c = static_cast<float*>(conv.data());
+  float* l = static_cast<float*>(linear.data());
+  float* h = static_cast<float*>(hidden.data());
+
+  check_kernel(k::conv1d_k3(frames, w[kConvW], w[kConvB], c, kT, kF, kD, stream), "conv1d_k3");
+  check_kernel(k::gelu(c, c, kT * kD, stream), "gelu");
+  check_kernel(k::matmul(c, w[kLinW], w[kLinB], l, kT, kD, kD, stream), "matmul");
+  check_kernel(k::layer_norm(l, w[kGamma], w[kBeta], h, kT, kD, kLayerNormEps, stream), "layer_norm");
+  // conv and linear are freed here, stream-ordered after the kernels above.
+  outputs[0] = std::move(hidden);
+}
+
+}  // namespace model
