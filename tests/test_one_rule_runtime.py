@@ -77,3 +77,17 @@ def test_uploads_chains_and_closing_do_not_wait(counter):
         result = y.numpy()
     """)
     only(counts, cudaStreamSynchronize=1)
+
+
+@pytest.mark.gpu
+def test_the_pipeline_waits_once_per_decode(counter):
+    counts = count_waits(counter, setup="""
+        from aotirt.pipeline import GreedyDecoder, demo_frames
+        frames = demo_frames()
+        decoder = GreedyDecoder("cuda:0", "shared")
+        decoder.decode(frames, 4)
+    """, body="""
+        tokens = decoder.decode(frames, 64)     # encoder + 64 steps + 64 gathers + one copy
+        assert tokens.shape == (64,)
+    """)
+    only(counts, cudaStreamSynchronize=1)

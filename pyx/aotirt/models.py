@@ -76,7 +76,7 @@ def weights(name):
     return file
 
 
-def open(name, device="cpu", weights=None):
+def open(name, device="cpu", weights=None, stream=None):
     """A handle on example model `name` for `device`, its weights loaded.
 
     Parameters
@@ -90,6 +90,8 @@ def open(name, device="cpu", weights=None):
         A weights file to load instead of the one that ships with the model.
         Its size is checked first: the library is given a bare pointer and
         could not tell a truncated file from a whole one.
+    stream : Stream, object with ``__cuda_stream__``, or None
+        For a GPU: the stream to run on (None: the device's shared stream).
 
     Examples
     --------
@@ -105,7 +107,7 @@ def open(name, device="cpu", weights=None):
     if library.endswith("_cpu.so"):
         handle = AotiHandle(library)
     else:
-        handle = CudaHandle(library, device=device)
+        handle = CudaHandle(library, device=device, stream=stream)
     if blob is not None:
         try:
             handle.update_constants_from_blob(blob)

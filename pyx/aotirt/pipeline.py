@@ -13,16 +13,6 @@ import aotirt
 MODES = ("shared", "sync_each", "separate")
 
 
-def _load(name, device, stream=None):
-    if device == "cpu":
-        handle = aotirt.AotiHandle(aotirt.models.path(name, "cpu"))
-    else:
-        handle = aotirt.CudaHandle(aotirt.models.path(name, device), device, stream=stream)
-    with open(aotirt.models.weights(name), "rb") as f:
-        handle.update_constants_from_blob(f.read())
-    return handle
-
-
 class GreedyDecoder:
     """The example encoder and decoder libraries, loaded for one device.
 
@@ -43,8 +33,8 @@ class GreedyDecoder:
         self.mode = mode
         own = mode == "separate" and device != "cpu"
         index = 0 if device == "cpu" else int(device.split(":")[1]) if ":" in device else 0
-        self.encoder = _load("encoder", device, aotirt.Stream.create(index) if own else None)
-        self.decoder = _load("decoder", device, aotirt.Stream.create(index) if own else None)
+        self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
+        self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None)
 
     def close(self):
         self.encoder.close()
@@ -93,6 +83,6 @@ def demo_frames(seed=0):
     """Seeded random frames of the example encoder's input shape."""
     import numpy as np
 
-    from aotirt.reference import FRAMES, FEATURES
+    from aotirt import _layout
 
-    return np.random.default_rng(seed).standard_normal((FRAMES, FEATURES)).astype(np.float32)
+    return np.random.default_rng(seed).standard_normal((_layout.T, _layout.F)).astype(np.float32)

@@ -1,0 +1,95 @@
+"""The main job: the greedy pipeline driver (aotirt.pipeline) in each mode."""
+
+import gc
+import resource
+
+import numpy as np
+import pytest
+
+import aotirt
+from aotirt import reference
+from aotirt.pipeline import GreedyDecoder, demo_frames
+from helpers import device_free_bytes
+from test_cli import cli
+
+STEPS = 16
+
+
+@pytest.fixture(scope="module")
+def frames():
+    return demo_frames(seed=0)
+
+
+@pytest.fixture(scope="module")
+def reference_tokens(frames):
+    return np.array(reference.greedy(frames, 0, STEPS), np.int64)
+
+
+@pytest.fixture(scope="module")
+def cpu_tokens(frames):
+    with GreedyDecoder("cpu", "shared") as decoder:
+        return decoder.decode(frames, STEPS)
+
+
+def test_cpu_pipeline_matches_the_reference(cpu_tokens, reference_tokens):
+    assert cpu_tokens.dtype == np.int64 and cpu_tokens.shape == (STEPS,)
+    np.testing.assert_array_equal(cpu_tokens, reference_tokens)
+
+
+def test_bad_mode_and_steps(frames):
+    with pytest.raises(ValueError, match="mode must be one of"):
+        GreedyDecoder("cpu", "fast")
+    with GreedyDecoder("cpu") as decoder, pytest.raises(ValueError, match="steps must be at least 1"):
+        decoder.decode(frames, 0)
+
+
+def test_demo_on_the_cpu():
+    proc = cli("demo", "--device", "cpu", "--steps", "4", "--compare-sync")
+    assert proc.returncode == 0, proc.stderr
+    assert "device: cpu" in proc.stdout and "tokens: " in proc.stdout
+    assert "sync_each" in proc.stdout and "ratio:" in proc.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("mode", ["shared", "sync_each", "separate"])
+def test_gpu_pipeline_gives_the_cpu_tokens(frames, cpu_tokens, mode):
+    with GreedyDecoder("cuda:0", mode) as decoder:
+        if mode == "separate":
+            assert decoder.encoder.stream != decoder.decoder.stream
+        else:
+            assert decoder.encoder.stream == decoder.decoder.stream == aotirt.Stream.shared(0)
+        np.testing.assert_array_equal(decoder.decode(frames, STEPS), cpu_tokens)
+
+
+@pytest.mark.gpu
+def test_demo_on_the_gpu():
+    proc = cli("demo", "--device", "cuda", "--steps", "8", "--compare-sync")
+    assert proc.returncode == 0, proc.stderr
+    assert "device: cuda:0" in proc.stdout and "ratio:" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_soak_100k_steps_memory_and_rss_flat(frames):
+    # Steps chained on the device; every 10,000 steps one copy back. Device
+    # memory (cuda-bindings, independent of aotirt) and host RSS must not grow.
+    with GreedyDecoder("cuda:0", "shared") as decoder:
+        (hidden,) = decoder.encoder.run([frames])
+        token = aotirt.asarray(np.array([0], np.int64), device=0)
+
+        def steps(n):
+            nonlocal token
+            for _ in range(n):
+                _logits, token = decoder.decoder.run([hidden, token])
+            return int(token.numpy()[0])
+
+        steps(2000)  # warm-up: pools and caches reach their steady size
+        gc.collect()
+        free_before = device_free_bytes()
+        rss_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        for _ in range(10):
+            assert 0 <= steps(10_000) < 1024
+        gc.collect()
+        free_after = device_free_bytes()
+        rss_after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    assert free_before - free_after <= 8 << 20, (free_before, free_after)
+    assert rss_after - rss_before <= 16 << 10, (rss_before, rss_after)   # KiB: 16 MiB
