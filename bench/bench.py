@@ -63,6 +63,17 @@ def bench_dispatch(device, calls, sink):
               "us_per_call": round(median_of(once), 3)}, sink)
 
 
+def bench_pipeline(sink, steps=128):
+    from aotirt.pipeline import GreedyDecoder, demo_frames
+
+    frames = demo_frames()
+    for mode in ["shared", "sync_each", "separate"]:
+        with GreedyDecoder("cuda:0", mode) as decoder:
+            seconds = decoder.time_per_token(frames, steps, repeats=REPS)
+        emit({"case": "pipeline", "api": "python", "mode": mode, "steps": steps,
+              "tokens_per_s": round(1 / seconds, 1), "us_per_token": round(seconds * 1e6, 2)}, sink)
+
+
 def bench_copy(sink):
     for nbytes in [4, 64 << 10, 64 << 20]:
         t = aotirt.asarray(np.ones(nbytes // 4, np.float32), device=0)
@@ -74,7 +85,7 @@ def bench_copy(sink):
             aotirt.copy_to_host(t, out=out)
             return time.perf_counter() - start
         seconds = median_of(once)
-        emit({"case": "copy", "bytes": nbytes, "memory": "pageable", "us": round(seconds * 1e6, 2),
+        emit({"case": "copy", "api": "python", "bytes": nbytes, "memory": "pageable", "us": round(seconds * 1e6, 2),
               "GBps": round(nbytes / seconds / 1e9, 2)}, sink)
 
 
@@ -89,6 +100,7 @@ def main():
     bench_dispatch("cpu", calls, sink)
     if aotirt.device_count() > 0:
         bench_dispatch("cuda:0", calls, sink)
+        bench_pipeline(sink)
         bench_copy(sink)
     else:
         print("no GPU: CUDA cases skipped", file=sys.stderr)

@@ -124,6 +124,102 @@ void copy(const Options& opt) {
   }
 }
 
+std::vector<char> read_file(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (!f) {
+    std::fprintf(stderr, "aotirt_bench: cannot open %s\n", path.c_str());
+    std::exit(1);
+  }
+  std::vector<char> data;
+  char buffer[1 << 16];
+  size_t n;
+  while ((n = std::fread(buffer, 1, sizeof buffer, f)) > 0) data.insert(data.end(), buffer, buffer + n);
+  std::fclose(f);
+  return data;
+}
+
+aotirt_handle* open_with_weights(const Options& opt, const char* name, aotirt_stream* stream) {
+  std::string path = opt.models + "/" + name + "_cuda.so";
+  aotirt_handle* handle = nullptr;
+  bench::check(aotirt_handle_open(path.c_str(), AOTIRT_DEVICE_CUDA, 0, stream, &handle), "aotirt_handle_open");
+  std::vector<char> blob = read_file(opt.models + "/" + name + ".weights");
+  bench::check(aotirt_handle_update_constants_from_blob(handle, reinterpret_cast<const uint8_t*>(blob.data())),
+               "aotirt_handle_update_constants_from_blob");
+  return handle;
+}
+
+// Case 2: the encoder once, then `steps` greedy decoder steps, each step's
+// token gathered on the device; one copy at the end (shared, separate) or a
+// copy after every step too (sync_each, the old behaviour).
+void pipeline(const Options& opt) {
+  const int steps = 128;
+  const int64_t frame_sizes[2] = {64, 80};
+  std::vector<float> frames(64 * 80);
+  for (size_t i = 0; i < frames.size(); ++i) frames[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+
+  for (const char* mode : {"shared", "sync_each", "separate"}) {
+    const bool separate = std::strcmp(mode, "separate") == 0;
+    const bool sync_each = std::strcmp(mode, "sync_each") == 0;
+    aotirt_stream *encoder_stream = nullptr, *decoder_stream = nullptr;
+    if (separate) {
+      bench::check(aotirt_stream_create(0, &encoder_stream), "aotirt_stream_create");
+      bench::check(aotirt_stream_create(0, &decoder_stream), "aotirt_stream_create");
+    }
+    aotirt_handle* encoder = open_with_weights(opt, "encoder", encoder_stream);
+    aotirt_handle* decoder = open_with_weights(opt, "decoder", decoder_stream);
+    aotirt_stream* stream = aotirt_handle_stream(decoder);
+    aotirt_tensor* frame_tensor = nullptr;
+    bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, 6, 0, aotirt_handle_stream(encoder), &frame_tensor),
+                 "aotirt_tensor_upload");
+    std::vector<int64_t> host_tokens(steps);
+
+    auto decode = [&] {
+      aotirt_tensor* hidden = nullptr;
+      bench::check(aotirt_handle_run(encoder, &frame_tensor, 1, &hidden, 1), "encoder run");
+      const int64_t one = 1, start = 0, count = steps;
+      aotirt_tensor* token = nullptr;
+      bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream, &token), "aotirt_tensor_upload");
+      aotirt_tensor* tokens = nullptr;
+      bench::check(aotirt_tensor_empty(1, &count, 4, AOTIRT_DEVICE_CUDA, 0, stream, &tokens), "aotirt_tensor_empty");
+      for (int i = 0; i < steps; ++i) {
+        aotirt_tensor* inputs[2] = {hidden, token};
+        aotirt_tensor* outputs[2] = {nullptr, nullptr};
+        bench::check(aotirt_handle_run(decoder, inputs, 2, outputs, 2), "decoder run");
+        aotirt_tensor_free(outputs[0]);
+        aotirt_tensor_free(token);
+        token = outputs[1];
+        aotirt_tensor* slot = nullptr;
+        bench::check(aotirt_tensor_narrow(tokens, 0, i, 1, &slot), "aotirt_tensor_narrow");
+        bench::check(aotirt_tensor_copy(slot, token), "aotirt_tensor_copy");
+        aotirt_tensor_free(slot);
+        if (sync_each) {
+          int64_t value = 0;
+          bench::check(aotirt_copy_to_host(token, &value, sizeof value), "aotirt_copy_to_host");
+        }
+      }
+      bench::check(aotirt_copy_to_host(tokens, host_tokens.data(), steps * sizeof(int64_t)), "aotirt_copy_to_host");
+      aotirt_tensor_free(tokens);
+      aotirt_tensor_free(token);
+      aotirt_tensor_free(hidden);
+    };
+
+    decode();  // warm-up
+    double seconds = bench::median_of([&] {
+      double start = bench::now_seconds();
+      decode();
+      return bench::now_seconds() - start;
+    });
+    bench::Record().text("case", "pipeline").text("api", "c").text("mode", mode).number("steps", steps)
+        .number("tokens_per_s", steps / seconds).number("us_per_token", seconds / steps * 1e6)
+        .number("first_token", double(host_tokens[0])).emit();
+    aotirt_tensor_free(frame_tensor);
+    aotirt_handle_free(encoder);
+    aotirt_handle_free(decoder);
+    aotirt_stream_release(encoder_stream);
+    aotirt_stream_release(decoder_stream);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -149,6 +245,7 @@ int main(int argc, char** argv) {
     return 0;
   }
   dispatch(opt, AOTIRT_DEVICE_CUDA);
+  pipeline(opt);
   copy(opt);
   return 0;
 }
