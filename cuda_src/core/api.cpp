@@ -3,8 +3,10 @@
 
 #include <new>
 #include <string>
+#include <vector>
 
 #include "copy.h"
+#include "elf_check.h"
 #include "errors.h"
 #include "handle.h"
 #include "stream.h"
@@ -174,6 +176,18 @@ AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, 
 }
 
 // ---- handles ----
+
+AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names) {
+  if (!path || !prefix) return fail(AOTIRT_ERROR_VALUE, "path and prefix must not be NULL");
+  AOTIRT_TRY(check_shared_library(path));
+  std::vector<std::string> found;
+  AOTIRT_TRY(undefined_symbols(path, prefix, &found));
+  thread_local std::string joined;
+  joined.clear();
+  for (const std::string& name : found) joined += name + "\n";
+  *names = joined.c_str();
+  return AOTIRT_OK;
+}
 
 AOTIRT_API aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
                                             aotirt_stream* stream, aotirt_handle** out) {

@@ -123,6 +123,11 @@ AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_ten
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes);
 
 // ---- handles -----------------------------------------------------------------
+// The strong undefined symbols of a shared library that start with `prefix`
+// (read from its ELF symbol table, without loading it), one per line, in a
+// thread-local string valid until the thread's next call.
+AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names);
+
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
 AOTIRT_API aotirt_status aotirt_handle_open(

@@ -16,7 +16,7 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
-    "asarray", "copy_to_host", "device_count", "empty", "models",
+    "asarray", "copy_to_host", "device_count", "empty", "load", "models",
 ]
 
 
@@ -25,4 +25,7 @@ def __getattr__(name):
     if name == "models":
         import aotirt.models
         return aotirt.models
+    if name == "load":
+        from aotirt.loader import load
+        return load
     raise AttributeError(f"module 'aotirt' has no attribute {name!r}")

@@ -10,7 +10,8 @@ from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
     aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
+    aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
     aotirt_tensor,
 )
 from aotirt._errors cimport check
@@ -20,6 +21,19 @@ from aotirt._tensor cimport Tensor, as_input, parse_device, wrap_tensor
 # Runs with at most this many inputs or outputs use arrays on the C stack.
 cdef enum:
     INLINE_ARGS = 16
+
+
+def library_undefined_symbols(path, prefix=""):
+    """Names of the undefined symbols of a library that start with `prefix`.
+
+    Read from its ELF symbol table without loading it (no code runs): what
+    the library expects the process to provide, e.g. ``aoti_torch_*`` shims.
+    """
+    cdef bytes c_path = os.fsencode(os.fspath(path))
+    cdef bytes c_prefix = prefix.encode()
+    cdef const char* names = NULL
+    check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
+    return names.decode().split()
 
 
 cdef class AotiHandle:
