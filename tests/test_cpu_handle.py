@@ -157,3 +157,14 @@ def test_narrow_and_copy_on_the_cpu():
         t.copy_(aotirt.asarray(np.zeros((3, 4), np.float32)))
     with pytest.raises(ValueError, match="shapes differ"):
         t.copy_(aotirt.asarray(np.zeros((3, 5), np.int64)))
+
+
+def test_bfloat16_travels_as_raw_bits():
+    values = np.array([1.0, -2.5, 3.140625, 0.0], np.float32)
+    bits = (values.view(np.uint32) >> 16).astype(np.uint16)      # exact in bfloat16
+    t = aotirt.asarray(bits, dtype="bfloat16")
+    assert t.strides == (2,)
+    out = aotirt.copy_to_host(t, out=np.empty(4, np.uint16))
+    np.testing.assert_array_equal((out.astype(np.uint32) << 16).view(np.float32), values)
+    with pytest.raises(TypeError, match="cannot view 4-byte items as bfloat16"):
+        aotirt.asarray(values, dtype="bfloat16")

@@ -62,8 +62,8 @@ cdef object _numpy_dtype(int32_t code):
         try:
             import ml_dtypes
         except ImportError:
-            raise TypeError("bfloat16 tensors need the ml_dtypes package to be seen from numpy "
-                            "(pip install ml_dtypes)") from None
+            raise TypeError("numpy has no bfloat16: install ml_dtypes, or read the raw bits with "
+                            "copy_to_host(t, out=numpy.empty(t.shape, numpy.uint16))") from None
         return _numpy().dtype(ml_dtypes.bfloat16)
     return _numpy().dtype(name)
 
@@ -144,7 +144,18 @@ cdef int _buffer_sizes(Py_buffer* view, int64_t* sizes, str what) except -1:
     return 0
 
 
-cdef Tensor _wrap_host(object obj, str what):
+cdef int32_t _code_for(Py_buffer* view, object as_dtype, str what) except -1:
+    """The dtype code of a buffer, or `as_dtype` when given (same item size:
+    the bytes are reinterpreted, e.g. uint16 bits as bfloat16)."""
+    if as_dtype is None:
+        return _dtype_code(view, what)
+    cdef int32_t code = dtype_code_of(as_dtype)
+    if <Py_ssize_t>aotirt_dtype_itemsize(code) != view.itemsize:
+        raise TypeError(f"{what}: cannot view {view.itemsize}-byte items as {_DTYPE_NAMES[code]}")
+    return code
+
+
+cdef Tensor _wrap_host(object obj, str what, object as_dtype=None):
     obj = _contiguous(obj, what)
     cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
     if view is NULL:
@@ -158,7 +169,7 @@ cdef Tensor _wrap_host(object obj, str what):
     cdef aotirt_tensor* t = NULL
     cdef int32_t code
     try:
-        code = _dtype_code(view, what)
+        code = _code_for(view, as_dtype, what)
         _buffer_sizes(view, sizes, what)
         check(aotirt_tensor_wrap_host(view.buf, view.ndim, sizes, NULL, code, _release_buffer, view, &t))
     except BaseException:
@@ -168,7 +179,7 @@ cdef Tensor _wrap_host(object obj, str what):
     return wrap_tensor(t)
 
 
-cdef Tensor _upload(object obj, int device_index, aotirt_stream* stream, str what):
+cdef Tensor _upload(object obj, int device_index, aotirt_stream* stream, str what, object as_dtype=None):
     obj = _contiguous(obj, what)
     cdef Py_buffer view
     _get_c_buffer(obj, &view, what)
@@ -177,7 +188,7 @@ cdef Tensor _upload(object obj, int device_index, aotirt_stream* stream, str wha
     cdef int32_t code
     cdef aotirt_status status
     try:
-        code = _dtype_code(&view, what)
+        code = _code_for(&view, as_dtype, what)
         _buffer_sizes(&view, sizes, what)
         with nogil:
             status = aotirt_tensor_upload(view.buf, view.ndim, sizes, code, device_index, stream, &t)
@@ -315,7 +326,7 @@ cdef class Tensor:
         return f"<aotirt.Tensor shape={self.shape} dtype={name} device={self.device}>"
 
 
-def asarray(obj, device="cpu", stream=None):
+def asarray(obj, device="cpu", stream=None, dtype=None):
     """A Tensor with the data of an array, on `device`.
 
     Parameters
@@ -329,6 +340,10 @@ def asarray(obj, device="cpu", stream=None):
         `stream` and nothing waits for it.
     stream : Stream, object with ``__cuda_stream__``, or None
         The upload's stream; None is the device's shared stream.
+    dtype : dtype name or numpy dtype, optional
+        Reinterpret the array's bytes as this dtype (same item size). This is
+        how bfloat16 data comes from numpy without ml_dtypes: as the raw bits
+        in a uint16 array, ``asarray(bits, dtype="bfloat16")``.
 
     Examples
     --------
@@ -345,9 +360,9 @@ def asarray(obj, device="cpu", stream=None):
         raise ValueError(f"the tensor is on {t.device}; moving tensors between devices is "
                          f"done with copy_to_host() and asarray()")
     if device_type == AOTIRT_DEVICE_CPU:
-        return _wrap_host(obj, "asarray")
+        return _wrap_host(obj, "asarray", dtype)
     cdef Stream s = as_stream(stream, device_index)
-    return _upload(obj, device_index, s._stream, "asarray")
+    return _upload(obj, device_index, s._stream, "asarray", dtype)
 
 
 def empty(shape, dtype="float32", device="cpu", stream=None):
