@@ -78,6 +78,10 @@ def build_one(name, device, folder):
         np.save(os.path.join(folder, f"input{i}.npy"), to_numpy(x))
     for i, y in enumerate(expected):
         np.save(os.path.join(folder, f"expected{i}.npy"), to_numpy(y))
+    # For chaining two runs of one model: the model applied twice.
+    if len(inputs) == 1 and len(expected) == 1 and expected[0].shape == inputs[0].shape:
+        with torch.no_grad():
+            np.save(os.path.join(folder, "expected_twice.npy"), to_numpy(module(expected[0])))
     meta = {"name": name, "device": device, "torch": torch.__version__, "dtype": dtype,
             "inputs": [str(x.dtype).replace("torch.", "") for x in inputs],
             "outputs": [str(y.dtype).replace("torch.", "") for y in expected],
@@ -102,6 +106,7 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated model names")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--one", help=argparse.SUPPRESS)
+    parser.add_argument("--archive", help="also pack the cache folder into this .tar.gz")
     args = parser.parse_args()
     sys.path.insert(0, HERE)
     root = os.path.join(args.cache, cache_key(args.device))
@@ -128,6 +133,12 @@ def main():
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         failures = sum(1 for rc in pool.map(compile_in_subprocess, todo) if rc)
     print(f"cache: {root} ({len(names) - len(todo)} cached, {len(todo) - failures} built, {failures} failed)")
+    if args.archive:
+        import tarfile
+
+        # Only what tests read: the packages (with their libraries) and the .npy/.json files.
+        with tarfile.open(args.archive, "w:gz") as tar:
+            tar.add(root, arcname=os.path.relpath(root, args.cache))
     return 1 if failures else 0
 
 
