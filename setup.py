@@ -17,7 +17,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "api.cpp"]
+CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "interop.cpp", "api.cpp"]
 # Example models: name -> (sources for both builds, extra sources for CUDA).
 MODELS = {
     "add_mul": (["container.cpp", "add_mul.cpp"], ["add_mul_kernel.cu"]),
