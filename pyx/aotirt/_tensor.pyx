@@ -13,6 +13,7 @@ from cpython.exc cimport PyErr_Fetch, PyErr_Restore
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uintptr_t
+from cpython.number cimport PyNumber_Index
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
@@ -999,7 +1000,10 @@ def empty_pinned(shape, dtype="float32"):
         dt = _numpy_dtype(dtype_code_of(dtype))
     except TypeError:
         dt = np.dtype(dtype)
-    shape = (shape,) if isinstance(shape, int) else tuple(shape)
+    try:
+        shape = (PyNumber_Index(shape),)
+    except TypeError:
+        shape = tuple([PyNumber_Index(size) for size in shape])
     cdef Py_ssize_t count = 1
     for size in shape:
         if size < 0:
