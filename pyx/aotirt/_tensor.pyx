@@ -791,8 +791,9 @@ def copy_to_host(Tensor tensor not None, out=None):
     ----------
     tensor : Tensor
     out : writable C-contiguous array, optional
-        Destination with the tensor's shape and dtype (pinned memory makes
-        the copy run at full bandwidth). Allocated with numpy when omitted.
+        Destination with the tensor's shape and dtype. Pinned memory
+        (:func:`empty_pinned`) makes the copy run at full bandwidth.
+        Allocated with numpy when omitted.
 
     Returns
     -------
