@@ -459,6 +459,11 @@ class CupyLikeStream:  # older CuPy: .ptr and .device_id
     device_id = 0
 
 
+class NullStreamLike:  # a null stream that names no device
+    ptr = 0
+    device_id = -1
+
+
 class BindingsLikeHandle:  # cuda.bindings CUstream / cudaStream_t: int() gives the address
     def __int__(self):
         return 0x9ABC
@@ -477,6 +482,7 @@ class CoreLikeStream:  # cuda.core: __cuda_stream__ and .device.device_id
     (StreamProtocolProperty(), 4242, 0),
     (TorchLikeStream(), 0x1234, 1),
     (CupyLikeStream(), 0x5678, 0),
+    (NullStreamLike(), 0, 0),
     (BindingsLikeHandle(), 0x9ABC, 0),
     (CoreLikeStream(), 0xDEF0, 2),
     (0x777, 0x777, 0),

@@ -169,14 +169,16 @@ cdef object _address(object value, object obj):
 
 cdef object _stream_device(object obj):
     """The device a stream object says it is on, or None."""
+    # A negative or missing index (a null stream, a torch.device without
+    # one) does not say.
     try:
         value = getattr(obj, "device_id", None)       # CuPy
-        if isinstance(value, int) and not isinstance(value, bool):
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
             return value
         device = getattr(obj, "device", None)         # torch.device, cuda.core Device
         for name in ("index", "device_id"):
             value = getattr(device, name, None)
-            if isinstance(value, int) and not isinstance(value, bool):
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
                 return value
     except Exception:  # a property that needs a context, a closed stream: not told
         pass

@@ -10,10 +10,10 @@ from cpython.buffer cimport (
     PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer,
 )
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
+from cpython.number cimport PyNumber_Index
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName
 from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uintptr_t
-from cpython.number cimport PyNumber_Index
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
