@@ -31,5 +31,5 @@ def test_public_api():
     proc = run_python("import aotirt; print(sorted(aotirt.__all__))")
     assert proc.returncode == 0, proc.stderr
     for name in ["AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
-                 "asarray", "copy_to_host", "device_count", "models"]:
+                 "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "models"]:
         assert name in proc.stdout

@@ -1,6 +1,7 @@
 // The C API of include/aotirt/aotirt.h over the core's C++ objects: argument
 // checks and conversions only, the work is done in the files beside this.
 
+#include <cstdio>
 #include <new>
 #include <string>
 #include <vector>
@@ -9,6 +10,7 @@
 #include "elf_check.h"
 #include "errors.h"
 #include "handle.h"
+#include "interop.h"
 #include "stream.h"
 #include "tensor.h"
 
@@ -28,6 +30,13 @@ aotirt_status stream_or_shared(aotirt_stream* stream, int device, StreamRef* out
                                         ", the tensor on cuda:" + std::to_string(device));
   *out = StreamRef::share(stream);
   return AOTIRT_OK;
+}
+
+// The release of an imported DLPack tensor: the producer's deleter.
+template <typename Managed>
+void call_deleter(void* managed) {
+  auto* m = static_cast<Managed*>(managed);
+  if (m->deleter) m->deleter(m);
 }
 
 size_t contiguous_nbytes(int64_t ndim, const int64_t* sizes, int32_t dtype) {
@@ -131,7 +140,10 @@ AOTIRT_API aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndi
   return AOTIRT_OK;
 }
 
-AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t) { delete t; }
+AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t) {
+  delete t;
+  release_finished_borrowed();
+}
 
 AOTIRT_API int64_t aotirt_tensor_ndim(const aotirt_tensor* t) { return t->ndim; }
 AOTIRT_API const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t) { return t->sizes; }
@@ -172,7 +184,96 @@ AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_ten
 }
 
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes) {
-  return copy_to_host(*t, dst, dst_nbytes);
+  aotirt_status status = copy_to_host(*t, dst, dst_nbytes);
+  release_finished_borrowed();  // after the wait: some may have finished
+  return status;
+}
+
+// ---- interop ----
+
+AOTIRT_API aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index) {
+  cudaPointerAttributes attributes{};
+  cudaError_t err = cudaPointerGetAttributes(&attributes, ptr);
+  if (err != cudaSuccess) return fail_cuda(err, "cudaPointerGetAttributes, finding the device of a pointer");
+  char where[32];
+  std::snprintf(where, sizeof(where), "%p", ptr);
+  switch (attributes.type) {
+    case cudaMemoryTypeDevice:
+    case cudaMemoryTypeManaged:
+      *device_index = attributes.device;
+      return AOTIRT_OK;
+    case cudaMemoryTypeHost:
+      return fail(AOTIRT_ERROR_VALUE, std::string("memory at ") + where +
+                                          " is pinned host memory, not device memory (pass it as a host array)");
+    default:
+      return fail(AOTIRT_ERROR_VALUE, std::string("memory at ") + where + " is not CUDA device memory");
+  }
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, const int64_t* sizes,
+                                                   const int64_t* strides, int32_t dtype, int32_t device_index,
+                                                   void* producer_stream, aotirt_stream* stream,
+                                                   void (*release)(void*), void* release_ctx,
+                                                   aotirt_tensor** out) {
+  release_finished_borrowed();
+  AOTIRT_TRY(check_dtype(dtype));
+  StreamRef owner;
+  AOTIRT_TRY(stream_or_shared(stream, device_index, &owner));
+  if (producer_stream)
+    AOTIRT_TRY(order_raw_before(static_cast<cudaStream_t>(producer_stream), device_index, owner.get()));
+  return wrap_borrowed(data, ndim, sizes, strides, dtype, AOTIRT_DEVICE_CUDA, device_index, std::move(owner),
+                       release, release_ctx, out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
+                                                   aotirt_tensor** out) {
+  release_finished_borrowed();
+  if (!managed) return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor is NULL");
+  return from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensor>, managed, out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
+                                                             aotirt_stream* stream, aotirt_tensor** out) {
+  release_finished_borrowed();
+  if (!managed) return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor is NULL");
+  if (managed->version.major != DLPACK_MAJOR_VERSION)
+    return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor has version " + std::to_string(managed->version.major) + "." +
+                                        std::to_string(managed->version.minor) + "; aotirt reads version " +
+                                        std::to_string(DLPACK_MAJOR_VERSION) + ".x");
+  return from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensorVersioned>, managed, out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out) {
+  return to_dlpack(*t, out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t,
+                                                           DLManagedTensorVersioned** out) {
+  return to_dlpack(*t, out);
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_order_before(const aotirt_tensor* t, void* consumer_stream) {
+  if (t->storage->device_type != AOTIRT_DEVICE_CUDA) return AOTIRT_OK;
+  StreamRef producer = t->stream;
+  if (!producer) AOTIRT_TRY(shared_stream(t->storage->device_index, &producer));
+  return order_before_raw(producer.get(), static_cast<cudaStream_t>(consumer_stream), producer->device);
+}
+
+AOTIRT_API aotirt_status aotirt_host_alloc_pinned(size_t nbytes, void** out) {
+  *out = nullptr;
+  // Portable: copies to and from any device run at full bandwidth. One byte
+  // at least, so that an empty array still has an address of its own.
+  cudaError_t err = cudaHostAlloc(out, nbytes > 0 ? nbytes : 1, cudaHostAllocPortable);
+  if (err != cudaSuccess) {
+    *out = nullptr;
+    return fail_cuda(err, "cudaHostAlloc(" + std::to_string(nbytes) + " bytes of pinned host memory)");
+  }
+  return AOTIRT_OK;
+}
+
+AOTIRT_API void aotirt_host_free_pinned(void* ptr) {
+  // Not on any run path: only when a pinned array is garbage collected.
+  if (ptr) cudaFreeHost(ptr);
 }
 
 // ---- handles ----
@@ -208,6 +309,7 @@ AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h) { return 
 
 AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                            aotirt_tensor** outputs, size_t num_outputs) {
+  release_finished_borrowed();  // no core lock is held here
   return h->run(inputs, num_inputs, outputs, num_outputs);
 }
 

@@ -1,5 +1,6 @@
 #include "tensor.h"
 
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 #include <new>
@@ -8,6 +9,102 @@
 #include "errors.h"
 
 namespace aotirt {
+namespace {
+
+// Borrowed device memory whose owner is told only once the GPU has passed
+// `done` on every stream that used it.
+struct PendingRelease {
+  void (*release)(void*);
+  void* release_ctx;
+  std::vector<cudaEvent_t> done;
+};
+
+std::mutex pending_mutex;
+std::atomic<size_t> pending_count{0};
+
+// Never destroyed: releases left at exit must not run after the interpreter
+// (whose objects they would drop) is gone.
+std::vector<PendingRelease>& pending_releases() {
+  static auto* pending = new std::vector<PendingRelease>();
+  return *pending;
+}
+
+// Records an event on `stream` (any device). Raw CUDA calls, no fail(): this
+// runs in destructors, which must leave the thread's last error alone.
+bool record_done(const Stream& stream, std::vector<cudaEvent_t>* events) {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) return false;
+  if (previous != stream.device && cudaSetDevice(stream.device) != cudaSuccess) return false;
+  cudaEvent_t event = nullptr;
+  bool ok = cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess;
+  if (ok) {
+    events->push_back(event);
+    ok = cudaEventRecord(event, stream.handle) == cudaSuccess;
+  }
+  if (previous != stream.device) cudaSetDevice(previous);
+  return ok;
+}
+
+}  // namespace
+
+void Storage::release_when_streams_pass() {
+  if (data == nullptr || nbytes == 0) {
+    release(release_ctx);  // no bytes: nothing any stream could still read
+    return;
+  }
+  std::vector<cudaEvent_t> done;
+  bool recorded = record_done(*stream, &done);
+  {
+    std::lock_guard<std::mutex> lock(users_mutex_);
+    for (const StreamRef& user : other_users_) recorded = recorded && record_done(*user, &done);
+  }
+  if (!recorded) {
+    // CUDA could not record an event: then the context is broken and no
+    // queued work will read the memory again.
+    (void)cudaGetLastError();
+    for (cudaEvent_t event : done) cudaEventDestroy(event);
+    release(release_ctx);
+    return;
+  }
+  std::lock_guard<std::mutex> lock(pending_mutex);
+  pending_releases().push_back({release, release_ctx, std::move(done)});
+  pending_count.store(pending_releases().size(), std::memory_order_release);
+}
+
+void release_finished_borrowed() {
+  if (pending_count.load(std::memory_order_acquire) == 0) return;
+  std::vector<PendingRelease> finished;
+  {
+    std::lock_guard<std::mutex> lock(pending_mutex);
+    std::vector<PendingRelease>& pending = pending_releases();
+    size_t kept = 0;
+    for (size_t i = 0; i < pending.size(); ++i) {
+      bool passed = true;
+      for (cudaEvent_t event : pending[i].done) {
+        cudaError_t state = cudaEventQuery(event);
+        if (state == cudaErrorNotReady) {
+          passed = false;
+          break;
+        }
+        // An error (a fault in earlier work) also means nothing will read the
+        // memory any more.
+        if (state != cudaSuccess) (void)cudaGetLastError();
+      }
+      if (passed)
+        finished.push_back(std::move(pending[i]));
+      else
+        pending[kept++] = std::move(pending[i]);
+    }
+    pending.resize(kept);
+    pending_count.store(kept, std::memory_order_release);
+  }
+  // Outside the lock: a release may take the GIL, and another thread holding
+  // the GIL may be waiting for this lock.
+  for (PendingRelease& r : finished) {
+    for (cudaEvent_t event : r.done) cudaEventDestroy(event);
+    r.release(r.release_ctx);
+  }
+}
 
 Storage::~Storage() {
   if (owner == Owner::Pool) {
@@ -24,7 +121,10 @@ Storage::~Storage() {
   } else if (owner == Owner::Host) {
     std::free(data);
   } else if (release) {
-    release(release_ctx);
+    if (device_type == AOTIRT_DEVICE_CUDA && stream)
+      release_when_streams_pass();
+    else
+      release(release_ctx);
   }
 }
 

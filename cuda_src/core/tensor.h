@@ -18,6 +18,8 @@ struct Storage : RefCounted {
     Pool,       // cudaMallocAsync'd on `stream`; freed there with cudaFreeAsync
     Host,       // malloc'd host memory
     Borrowed,   // someone else's; `release(release_ctx)` runs when the last alias goes
+                // (for CUDA memory with a stream: once the GPU has also passed
+                // every stream that used it, see release_finished_borrowed)
   };
 
   void* data = nullptr;
@@ -37,11 +39,22 @@ struct Storage : RefCounted {
   void record_user(Stream* user);
 
  private:
+  void release_when_streams_pass();
+
   std::mutex users_mutex_;
   std::vector<StreamRef> other_users_;
 };
 
 using StorageRef = Ref<Storage>;
+
+// Borrowed CUDA memory goes back to its owner (torch's or CuPy's caching
+// allocator, which may hand it out again at once to work on a stream aotirt
+// knows nothing of) only once the GPU has finished the work queued, by the
+// time the last alias went, on every stream that used it. This runs the
+// releases whose work has finished; it never waits. The C API calls it at the
+// start or end of its entry points (runs, wraps, copies, frees), never while a
+// core lock is held: a release may take the GIL.
+void release_finished_borrowed();
 
 aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
                                const StreamRef& stream, StorageRef* out);

@@ -17,6 +17,7 @@
 #include <stdint.h>
 
 #include "aotirt/aoti_abi.h"
+#include "aotirt/dlpack.h"
 
 #if defined(AOTIRT_BUILDING_CORE)
 #define AOTIRT_API __attribute__((visibility("default")))
@@ -114,6 +115,52 @@ AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t di
 // dst's stream (ordered after src's producer) without a host wait; only a
 // CPU destination of a CUDA source waits, through the copy routine.
 AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src);
+// ---- interop: memory other libraries own, DLPack, pinned host memory ------
+// Borrowed memory is never freed by aotirt: `release(release_ctx)` tells its
+// owner when aotirt is done with it. For CUDA memory that is once the last
+// alias is gone AND the GPU has passed, on every stream that used it, the work
+// queued until then (checked without waiting at later aotirt calls), so the
+// owner's caching allocator cannot hand the memory to new work too early. It
+// runs on whichever thread made that call, possibly without the GIL.
+
+// The device of CUDA memory at `ptr` (cudaPointerGetAttributes): device or
+// managed memory. AOTIRT_ERROR_VALUE for host memory, pinned or not.
+AOTIRT_API aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index);
+// Wraps device memory someone else owns as a CUDA tensor on `stream` (NULL:
+// the device's shared stream). `strides` in elements (NULL: contiguous), not
+// negative. When `producer_stream` is not NULL (a cudaStream_t of the device,
+// or cudaStreamLegacy (1) or cudaStreamPerThread (2)), `stream` first waits,
+// on the device, for the work queued on it so far (an event, no host wait).
+// On failure `release` is not called.
+AOTIRT_API aotirt_status aotirt_tensor_wrap_device(
+    void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides,
+    int32_t dtype, int32_t device_index, void* producer_stream, aotirt_stream* stream,
+    void (*release)(void*), void* release_ctx, aotirt_tensor** out);
+// Imports a DLPack tensor without a copy. On success aotirt owns `managed`
+// and calls its deleter once done with the memory (as above); on failure the
+// caller still owns it. A CUDA tensor belongs to `stream` (NULL: the shared
+// stream of its device): the producer must have ordered its work before that
+// stream (the consumer stream of the DLPack handshake). The versioned form
+// takes major version 1 only; its flags (read-only) are not enforced.
+AOTIRT_API aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
+                                                   aotirt_tensor** out);
+AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
+                                                             aotirt_stream* stream, aotirt_tensor** out);
+// Exports `t` without a copy: the managed tensor holds a reference to its
+// storage and stream until its deleter runs (any thread, no GIL needed).
+AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out);
+AOTIRT_API aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t,
+                                                           DLManagedTensorVersioned** out);
+// The DLPack/CUDA-array-interface handshake: `consumer_stream` (a cudaStream_t
+// of the tensor's device, cudaStreamLegacy (1) or cudaStreamPerThread (2))
+// waits, on the device, for the work queued so far on the stream `t` belongs
+// to. Nothing for a CPU tensor. No host wait.
+AOTIRT_API aotirt_status aotirt_tensor_order_before(const aotirt_tensor* t, void* consumer_stream);
+// Page-locked host memory (cudaHostAlloc, portable to every device), freed
+// with aotirt_host_free_pinned (cudaFreeHost, which CUDA may make wait for the
+// device: allocate once, reuse, free off the hot path).
+AOTIRT_API aotirt_status aotirt_host_alloc_pinned(size_t nbytes, void** out);
+AOTIRT_API void aotirt_host_free_pinned(void* ptr);
 
 // ---- the copy routine --------------------------------------------------------
 // Copies `t` into `dst`, `dst_nbytes` bytes of C-contiguous host memory. For a

@@ -10,13 +10,14 @@ back to it (:func:`copy_to_host`, :meth:`Tensor.numpy`).
 from aotirt._errors import AotiError, CudaError
 from aotirt._handle import AotiHandle, CudaHandle
 from aotirt._stream import Stream, device_count
-from aotirt._tensor import Tensor, asarray, copy_to_host, empty
+from aotirt._tensor import Tensor, asarray, copy_to_host, empty, empty_pinned, from_dlpack
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
-    "asarray", "copy_to_host", "device_count", "empty", "load", "models",
+    "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
+    "models",
 ]
 
 

@@ -1,5 +1,25 @@
 # Declarations of libaotirt's public C API (include/aotirt/aotirt.h).
-from libc.stdint cimport int32_t, int64_t, uint8_t
+from libc.stdint cimport int32_t, int64_t, uint8_t, uint32_t, uint64_t
+
+cdef extern from "aotirt/dlpack.h" nogil:
+    enum:
+        DLPACK_MAJOR_VERSION
+        kDLCPU
+        kDLCUDA
+        kDLCUDAHost
+        kDLCUDAManaged
+
+    ctypedef struct DLPackVersion:
+        uint32_t major
+        uint32_t minor
+
+    ctypedef struct DLManagedTensor:
+        void (*deleter)(DLManagedTensor* self) noexcept nogil
+
+    ctypedef struct DLManagedTensorVersioned:
+        DLPackVersion version
+        void (*deleter)(DLManagedTensorVersioned* self) noexcept nogil
+        uint64_t flags
 
 cdef extern from "aotirt/aotirt.h" nogil:
     ctypedef enum aotirt_status:
@@ -63,6 +83,21 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
                                        aotirt_tensor** out)
     aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src)
+    aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index)
+    aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, const int64_t* sizes,
+                                            const int64_t* strides, int32_t dtype, int32_t device_index,
+                                            void* producer_stream, aotirt_stream* stream,
+                                            void (*release)(void*) noexcept nogil, void* release_ctx,
+                                            aotirt_tensor** out)
+    aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
+                                            aotirt_tensor** out)
+    aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
+                                                      aotirt_stream* stream, aotirt_tensor** out)
+    aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out)
+    aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t, DLManagedTensorVersioned** out)
+    aotirt_status aotirt_tensor_order_before(const aotirt_tensor* t, void* consumer_stream)
+    aotirt_status aotirt_host_alloc_pinned(size_t nbytes, void** out)
+    void aotirt_host_free_pinned(void* ptr)
 
     aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
 

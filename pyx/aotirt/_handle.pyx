@@ -103,6 +103,10 @@ cdef class AotiHandle:
             One per model input. Tensors are passed without a copy; host
             arrays are wrapped (CPU) or uploaded on the handle's stream (CUDA)
             without a host wait. Strided host arrays are copied first.
+            Objects with ``__dlpack__`` or ``__cuda_array_interface__``
+            (torch, CuPy, Numba, cuda.core) are used where they are, without
+            a copy, ordered after their producer's stream by an event (see
+            :func:`aotirt.from_dlpack`); host data of that kind is uploaded.
 
         Returns
         -------
@@ -238,10 +242,13 @@ cdef class CudaHandle(AotiHandle):
         The model library (``.so``).
     device : int or "cuda:N"
         The GPU.
-    stream : Stream, object with ``__cuda_stream__``, or None
+    stream : Stream, another library's stream, or None
         None (the default) is the device's shared stream, which every
         CudaHandle of the device uses: their runs are ordered one after the
-        other with no host wait between them.
+        other with no host wait between them. Anything
+        :meth:`Stream.from_external` takes (torch, CuPy, cuda.core streams,
+        cuda.bindings handles, an int address) runs the handle on that
+        stream, which must outlive the handle and its outputs.
 
     Raises
     ------

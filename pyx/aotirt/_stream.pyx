@@ -58,27 +58,58 @@ cdef class Stream:
         return stream_from_reference(s)
 
     @staticmethod
-    def from_external(obj, int device=0):
+    def from_external(obj, device=None):
         """Adopt a stream someone else owns.
+
+        aotirt never destroys an adopted stream; a reference to `obj` is
+        kept so that it outlives aotirt's use of it.
 
         Parameters
         ----------
-        obj : object with ``__cuda_stream__`` or int
-            A torch, CuPy or cuda.core stream, or a raw ``cudaStream_t``
-            address. A reference to `obj` is kept so it outlives our use.
-        device : int
-            The device the stream belongs to.
+        obj : stream object or int
+            Any of: an object with ``__cuda_stream__`` (torch, CuPy and
+            cuda.core streams); an object with an int ``cuda_stream`` or
+            ``ptr`` attribute (older torch and CuPy); a cuda.bindings
+            ``CUstream`` / ``cudaStream_t`` (anything ``int()`` accepts); a
+            raw ``cudaStream_t`` address as an int (0 is the legacy default
+            stream).
+        device : int, optional
+            The device the stream belongs to. By default it is read from
+            `obj` where it says (torch ``.device.index``, CuPy
+            ``.device_id``, cuda.core ``.device.device_id``), else 0.
+
+        Returns
+        -------
+        Stream
+
+        Raises
+        ------
+        TypeError
+            When `obj` is none of the above.
+        ValueError
+            When `device` disagrees with the device `obj` says it is on.
+
+        Examples
+        --------
+        >>> s = torch.cuda.Stream()                       # doctest: +SKIP
+        >>> with aotirt.CudaHandle(path, stream=s) as h:  # runs on s
+        ...     out, = h.run([x, y, z])                   # doctest: +SKIP
+        >>> aotirt.Stream.from_external(cupy.cuda.Stream(non_blocking=True))  # doctest: +SKIP
+        <aotirt.Stream cuda:0 0x55d0c1a2b3c0>
         """
-        cdef uintptr_t address
-        if hasattr(obj, "__cuda_stream__"):
-            version, address = obj.__cuda_stream__()
-        elif isinstance(obj, int):
-            address = obj
-        else:
-            raise TypeError(
-                f"expected an object with __cuda_stream__ or an int, got {type(obj).__name__}")
+        if isinstance(obj, Stream):
+            return obj
+        cdef uintptr_t address = _stream_address(obj)
+        said = _stream_device(obj)
+        if device is None:
+            device = said if said is not None else 0
+        elif said is not None and said != device:
+            raise ValueError(f"the stream is on cuda:{said}, not on cuda:{device}")
+        cdef int c_device = device
+        if c_device < 0:
+            raise ValueError(f"device index must be >= 0, got {device}")
         cdef aotirt_stream* s = NULL
-        check(aotirt_stream_adopt(<void*>address, device, &s))
+        check(aotirt_stream_adopt(<void*>address, c_device, &s))
         return stream_from_reference(s, obj)
 
     cdef aotirt_stream* get(self) except NULL:
@@ -130,6 +161,54 @@ cdef class Stream:
         if self._stream is NULL:
             return "<aotirt.Stream closed>"
         return f"<aotirt.Stream cuda:{self.device} 0x{self.handle:x}>"
+
+
+cdef object _stream_address(object obj):
+    """The cudaStream_t of a stream object of another library, as an int."""
+    protocol = getattr(obj, "__cuda_stream__", None)
+    if protocol is not None:
+        # A method returning (version, address); early cuda.core made it a property.
+        value = protocol() if callable(protocol) else protocol
+        try:
+            version, address = value
+        except (TypeError, ValueError):
+            raise TypeError(f"{type(obj).__name__}.__cuda_stream__ gave {value!r}, "
+                            f"not (version, address)") from None
+        return _address(address, obj)
+    for name in ("cuda_stream", "ptr"):  # torch, CuPy (before __cuda_stream__)
+        value = getattr(obj, name, None)
+        if isinstance(value, int) and not isinstance(value, bool):
+            return _address(value, obj)
+    if isinstance(obj, (bool, float, complex, str, bytes)) or not hasattr(obj, "__int__"):
+        raise TypeError(
+            f"expected a stream: an aotirt Stream, an object with __cuda_stream__, a torch or CuPy "
+            f"stream, a cuda.bindings CUstream/cudaStream_t or an int address; got {type(obj).__name__}")
+    return _address(int(obj), obj)  # ints, cuda.bindings CUstream / cudaStream_t
+
+
+cdef object _address(object value, object obj):
+    address = int(value)
+    if address < 0 or address >= (1 << 64):
+        raise ValueError(f"{type(obj).__name__} gave stream address {address}, not a cudaStream_t")
+    return address
+
+
+cdef object _stream_device(object obj):
+    """The device a stream object says it is on, or None."""
+    # A negative or missing index (a null stream, a torch.device without
+    # one) does not say.
+    try:
+        value = getattr(obj, "device_id", None)       # CuPy
+        if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+            return value
+        device = getattr(obj, "device", None)         # torch.device, cuda.core Device
+        for name in ("index", "device_id"):
+            value = getattr(device, name, None)
+            if isinstance(value, int) and not isinstance(value, bool) and value >= 0:
+                return value
+    except Exception:  # a property that needs a context, a closed stream: not told
+        pass
+    return None
 
 
 cdef Stream stream_from_reference(aotirt_stream* stream, object owner=None):

@@ -1,22 +1,33 @@
-"""Tensors: device or host memory with a shape, strides and dtype.
+"""Tensors: device or host memory with a shape, strides and dtype, and their
+interop with other libraries (DLPack, the CUDA array interface, pinned memory).
 
 numpy is imported only when a result needs it (dtype, numpy(), copies
-without `out`), never by ``import aotirt``.
+without `out`, pinned arrays), never by ``import aotirt``.
 """
 
 from cpython.buffer cimport (
-    PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_WRITABLE,
-    PyBuffer_Release, PyObject_GetBuffer,
+    PyBUF_ANY_CONTIGUOUS, PyBUF_C_CONTIGUOUS, PyBUF_FORMAT, PyBUF_ND, PyBUF_STRIDES, PyBUF_WRITABLE,
+    PyBuffer_Release, PyObject_CheckBuffer, PyObject_GetBuffer,
 )
+from cpython.exc cimport PyErr_Fetch, PyErr_Restore
+from cpython.number cimport PyNumber_Index
+from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName
+from cpython.ref cimport PyObject, Py_INCREF, Py_XDECREF
 from libc.stdint cimport int32_t, int64_t, uintptr_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_tensor_copy, aotirt_tensor_empty, aotirt_tensor_narrow,
-    aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_data,
-    aotirt_tensor_device_index, aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_free,
-    aotirt_tensor_is_contiguous, aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_sizes,
-    aotirt_tensor_stream, aotirt_tensor_strides, aotirt_tensor_upload, aotirt_tensor_wrap_host,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, AOTIRT_OK, DLManagedTensor, DLManagedTensorVersioned,
+    aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_host_alloc_pinned, aotirt_tensor_copy,
+    aotirt_tensor_narrow, aotirt_host_free_pinned,
+    aotirt_pointer_device, aotirt_status, aotirt_stream, aotirt_stream_device, aotirt_stream_handle,
+    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_data, aotirt_tensor_device_index,
+    aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_empty, aotirt_tensor_free,
+    aotirt_tensor_from_dlpack, aotirt_tensor_from_dlpack_versioned, aotirt_tensor_is_contiguous,
+    aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_order_before, aotirt_tensor_sizes,
+    aotirt_tensor_stream, aotirt_tensor_strides, aotirt_tensor_to_dlpack, aotirt_tensor_to_dlpack_versioned,
+    aotirt_tensor_upload, aotirt_tensor_wrap_device, aotirt_tensor_wrap_host, kDLCPU, kDLCUDA, kDLCUDAHost,
+    kDLCUDAManaged,
 )
 from aotirt._errors cimport check
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
@@ -210,9 +221,302 @@ cdef Tensor as_input(object obj, Py_ssize_t index, int device_type, int device_i
     if isinstance(obj, Tensor):
         return <Tensor>obj
     what = f"input {index}"
+    # Host arrays (numpy, anything with the buffer protocol) keep their own
+    # path even though numpy has __dlpack__: wrapped on the CPU, uploaded for
+    # a GPU. Everything else that speaks DLPack or the CUDA array interface
+    # (torch, CuPy, Numba, cuda.core) is used where it is, without a copy.
+    if not PyObject_CheckBuffer(obj) and _is_interop(obj):
+        return _import_to(obj, device_type, device_index, stream, None, what, True, True)
     if device_type == AOTIRT_DEVICE_CPU:
         return _wrap_host(obj, what)
     return _upload(obj, device_index, stream, what)
+
+
+# ---- interop: DLPack and the CUDA array interface ---------------------------
+
+# The standard's capsule names. A consumer renames the capsule it takes over,
+# so that the capsule's destructor leaves the tensor (and its deleter) to it.
+cdef const char* _DLTENSOR = b"dltensor"
+cdef const char* _USED_DLTENSOR = b"used_dltensor"
+cdef const char* _DLTENSOR_VERSIONED = b"dltensor_versioned"
+cdef const char* _USED_DLTENSOR_VERSIONED = b"used_dltensor_versioned"
+
+# __cuda_array_interface__ typestrs: the kind and size after the byte order.
+_TYPESTR_CODES = {"u1": 0, "i1": 1, "i2": 2, "i4": 3, "i8": 4, "f2": 5, "f4": 6, "f8": 7, "b1": 11}
+_CODE_TYPESTRS = {0: "|u1", 1: "|i1", 2: "<i2", 3: "<i4", 4: "<i8", 5: "<f2", 6: "<f4", 7: "<f8", 11: "|b1"}
+
+
+cdef bint _is_interop(object obj):
+    return hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
+
+
+cdef void _release_object(void* obj) noexcept nogil:
+    # The release of borrowed device memory: drops aotirt's reference to the
+    # object that owns it. The core calls it from whichever thread it is on,
+    # once the GPU is done with the memory.
+    with gil:
+        Py_XDECREF(<PyObject*>obj)
+
+
+cdef int _check_for(aotirt_status status, str what) except -1:
+    """check(), naming `what` in a ValueError or TypeError."""
+    try:
+        check(status)
+    except (ValueError, TypeError) as e:
+        raise type(e)(f"{what}: {e}") from None
+    return 0
+
+
+cdef str _where(int device_type, int device_index):
+    return "cpu" if device_type == AOTIRT_DEVICE_CPU else f"cuda:{device_index}"
+
+
+cdef object _mismatch(str what, str found, int device_type, int device_index, bint for_model):
+    wanted = _where(device_type, device_index)
+    if for_model:
+        return ValueError(f"{what} is on {found}, the model runs on {wanted}")
+    return ValueError(f"{what}: the array is on {found}, not on {wanted} (aotirt does not move data "
+                      f"between devices here; copy_to_host() brings device data to the host)")
+
+
+cdef uintptr_t _consumer_stream_value(aotirt_stream* stream):
+    # The consumer stream aotirt hands a DLPack producer: its cudaStream_t,
+    # or 1 for the legacy default stream (0, which the standard disallows).
+    cdef uintptr_t handle = <uintptr_t>aotirt_stream_handle(stream)
+    return handle if handle != 0 else 1
+
+
+cdef Tensor _import_to(object obj, int device_type, int device_index, aotirt_stream* stream,
+                       object stream_obj, str what, bint for_model, bint upload_host):
+    """A Tensor over the data of a DLPack or CUDA-array-interface object.
+
+    `device_type`/`device_index` is where the data must be (-1: anywhere).
+    Device data is used without a copy and belongs to `stream` (or, when that
+    is NULL, to `stream_obj` adopted, or to the device's shared stream); host
+    data is wrapped on the CPU, or uploaded when a GPU is wanted and
+    `upload_host`.
+    """
+    cdef Stream keep = None
+    if hasattr(obj, "__dlpack__"):
+        try:
+            dl_type, dl_id = obj.__dlpack_device__()
+            dl_type, dl_id = int(dl_type), int(dl_id)
+        except AttributeError:
+            raise TypeError(f"{what}: {type(obj).__name__} has __dlpack__ but no __dlpack_device__") from None
+        if dl_type == kDLCUDA or dl_type == kDLCUDAManaged:
+            if device_type == AOTIRT_DEVICE_CPU or (device_index >= 0 and dl_id != device_index):
+                raise _mismatch(what, f"cuda:{dl_id}", device_type, device_index, for_model)
+            if stream is NULL and stream_obj is not None:
+                keep = as_stream(stream_obj, dl_id)
+                stream = keep._stream
+            return _import_dlpack(obj, True, dl_id, stream, what)
+        if dl_type == kDLCPU or dl_type == kDLCUDAHost:
+            if device_type != AOTIRT_DEVICE_CUDA:
+                return _import_dlpack(obj, False, 0, NULL, what)
+            if not upload_host:
+                raise _mismatch(what, "cpu", device_type, device_index, for_model)
+            # Host data for a GPU: uploaded, exactly as a host array is.
+            if stream is NULL and stream_obj is not None:
+                keep = as_stream(stream_obj, device_index)
+                stream = keep._stream
+            return _upload(_numpy().from_dlpack(obj), device_index, stream, what)
+        raise ValueError(f"{what}: DLPack device type {dl_type} is not supported (aotirt takes "
+                         f"kDLCPU 1, kDLCUDA 2, kDLCUDAHost 3, kDLCUDAManaged 13)")
+    if hasattr(obj, "__cuda_array_interface__"):
+        if device_type == AOTIRT_DEVICE_CPU:
+            raise _mismatch(what, "a CUDA device (__cuda_array_interface__)", device_type, device_index, for_model)
+        return _import_cai(obj, device_index, stream, stream_obj, what, for_model)
+    raise TypeError(f"{what}: expected an object with __dlpack__ or __cuda_array_interface__, "
+                    f"got {type(obj).__name__}")
+
+
+cdef Tensor _import_dlpack(object obj, bint cuda, int device_index, aotirt_stream* stream, str what):
+    """Takes over a DLPack capsule from `obj`: zero-copy.
+
+    For device data `stream` (NULL: the device's shared stream) is the
+    consumer stream of the handshake: the producer orders its pending work
+    before it, on the device, and the Tensor belongs to it.
+    """
+    cdef Stream keep = None
+    if cuda:
+        if stream is NULL:
+            keep = Stream.shared(device_index)
+            stream = keep._stream
+        elif aotirt_stream_device(stream) != device_index:
+            raise ValueError(f"{what} is on cuda:{device_index}, the stream on cuda:{aotirt_stream_device(stream)}")
+        consumer = _consumer_stream_value(stream)
+        try:
+            capsule = obj.__dlpack__(stream=consumer, max_version=(1, 0))
+        except TypeError:  # a producer older than DLPack 1.0 takes no max_version
+            capsule = obj.__dlpack__(stream=consumer)
+    else:
+        stream = NULL
+        try:
+            capsule = obj.__dlpack__(max_version=(1, 0))
+        except TypeError:
+            capsule = obj.__dlpack__()
+
+    cdef aotirt_tensor* t = NULL
+    cdef aotirt_status status
+    cdef DLManagedTensorVersioned* versioned
+    cdef DLManagedTensor* legacy
+    if PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
+        versioned = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, _DLTENSOR_VERSIONED)
+        with nogil:
+            status = aotirt_tensor_from_dlpack_versioned(versioned, stream, &t)
+        # On failure the capsule keeps its name: its destructor deletes the tensor.
+        _check_for(status, what)
+        PyCapsule_SetName(capsule, _USED_DLTENSOR_VERSIONED)  # aotirt's to delete now
+    elif PyCapsule_IsValid(capsule, _DLTENSOR):
+        legacy = <DLManagedTensor*>PyCapsule_GetPointer(capsule, _DLTENSOR)
+        with nogil:
+            status = aotirt_tensor_from_dlpack(legacy, stream, &t)
+        _check_for(status, what)
+        PyCapsule_SetName(capsule, _USED_DLTENSOR)
+    else:
+        raise TypeError(f"{what}: {type(obj).__name__}.__dlpack__() returned {type(capsule).__name__}, "
+                        f"not an unused DLPack capsule")
+    return wrap_tensor(t)
+
+
+cdef Tensor _import_cai(object obj, int device_index, aotirt_stream* stream, object stream_obj,
+                        str what, bint for_model):
+    """Wraps the memory of a ``__cuda_array_interface__`` object: zero-copy.
+
+    The Tensor keeps `obj` alive. When the interface names a stream, the
+    Tensor's stream waits for it on the device (an event, no host wait).
+    `device_index` -1: the data may be on any device.
+    """
+    cai = obj.__cuda_array_interface__
+    if not isinstance(cai, dict):
+        raise TypeError(f"{what}: __cuda_array_interface__ is a {type(cai).__name__}, not a dict")
+    try:
+        shape = tuple(cai["shape"])
+        typestr = cai["typestr"]
+        data = cai["data"]
+    except KeyError as e:
+        raise ValueError(f"{what}: __cuda_array_interface__ has no {e.args[0]!r} entry") from None
+    if cai.get("mask") is not None:
+        raise ValueError(f"{what}: masked arrays (a __cuda_array_interface__ 'mask') are not supported")
+    code = _TYPESTR_CODES.get(typestr[1:]) if isinstance(typestr, str) and typestr[:1] in ("<", "|", "=") else None
+    if code is None:
+        raise TypeError(f"{what}: __cuda_array_interface__ typestr {typestr!r} is not a supported dtype "
+                        f"(supported: {', '.join(sorted(_CODE_TYPESTRS.values()))})")
+    cdef int32_t dtype = code
+    cdef int64_t itemsize = aotirt_dtype_itemsize(dtype)
+    cdef int ndim = len(shape)
+    if ndim > AOTIRT_MAX_DIMS:
+        raise ValueError(f"{what}: {ndim} dimensions, at most {AOTIRT_MAX_DIMS} are supported")
+    cdef int64_t sizes[AOTIRT_MAX_DIMS]
+    cdef int64_t strides[AOTIRT_MAX_DIMS]
+    cdef int64_t* c_strides = NULL
+    cdef int d
+    for d in range(ndim):
+        sizes[d] = shape[d]
+    byte_strides = cai.get("strides")
+    if byte_strides is not None:
+        if len(byte_strides) != ndim:
+            raise ValueError(f"{what}: __cuda_array_interface__ has {len(byte_strides)} strides "
+                             f"for {ndim} dimensions")
+        for d in range(ndim):
+            if byte_strides[d] % itemsize != 0:
+                raise ValueError(f"{what}: stride {byte_strides[d]} bytes is not a multiple of the "
+                                 f"item size ({itemsize} bytes)")
+            strides[d] = byte_strides[d] // itemsize
+        c_strides = strides
+    # Version 3's stream: the consumer must order itself after it. None: the
+    # data is ready; 1 and 2 are the legacy and per-thread default streams.
+    producer = cai.get("stream") if cai.get("version", 0) >= 3 else None
+    cdef uintptr_t producer_stream = 0
+    if producer is not None:
+        if isinstance(producer, bool) or not isinstance(producer, int):
+            raise TypeError(f"{what}: __cuda_array_interface__ stream is {producer!r}, not an int")
+        if producer <= 0:
+            raise ValueError(f"{what}: __cuda_array_interface__ stream {producer} is not allowed "
+                             f"(the interface says 1 for the legacy default stream, 2 for per-thread)")
+        producer_stream = producer
+    cdef uintptr_t address = data[0]
+    cdef int32_t device = 0
+    cdef aotirt_status status
+    if address != 0:
+        with nogil:
+            status = aotirt_pointer_device(<void*>address, &device)
+        _check_for(status, f"{what} (__cuda_array_interface__)")
+    elif device_index >= 0:
+        device = device_index  # an empty array has no address to ask about
+    elif stream is not NULL:
+        device = aotirt_stream_device(stream)
+    if device_index >= 0 and device != device_index:
+        raise _mismatch(what, f"cuda:{device}", AOTIRT_DEVICE_CUDA, device_index, for_model)
+    cdef Stream keep = None
+    if stream is NULL:
+        keep = as_stream(stream_obj, device)
+        stream = keep._stream
+    cdef aotirt_tensor* t = NULL
+    cdef void* owner = <void*>obj
+    Py_INCREF(obj)  # the Tensor's; dropped by _release_object
+    with nogil:
+        status = aotirt_tensor_wrap_device(<void*>address, ndim, sizes, c_strides, dtype, device,
+                                           <void*>producer_stream, stream, _release_object, owner, &t)
+    if status != AOTIRT_OK:
+        Py_XDECREF(<PyObject*>owner)
+        _check_for(status, what)
+    return wrap_tensor(t)
+
+
+cdef void _dlpack_capsule_destructor(object capsule) noexcept:
+    # The standard's capsule destructor: a capsule no consumer took over
+    # still has its name and deletes its tensor; a consumer renamed the
+    # capsule it took over ("used_...") and calls the deleter itself.
+    cdef PyObject* error_type
+    cdef PyObject* error_value
+    cdef PyObject* error_traceback
+    cdef DLManagedTensorVersioned* versioned
+    cdef DLManagedTensor* legacy
+    PyErr_Fetch(&error_type, &error_value, &error_traceback)
+    if PyCapsule_IsValid(capsule, _DLTENSOR_VERSIONED):
+        versioned = <DLManagedTensorVersioned*>PyCapsule_GetPointer(capsule, _DLTENSOR_VERSIONED)
+        if versioned.deleter is not NULL:
+            versioned.deleter(versioned)
+    elif PyCapsule_IsValid(capsule, _DLTENSOR):
+        legacy = <DLManagedTensor*>PyCapsule_GetPointer(capsule, _DLTENSOR)
+        if legacy.deleter is not NULL:
+            legacy.deleter(legacy)
+    PyErr_Restore(error_type, error_value, error_traceback)
+
+
+cdef object _dlpack_capsule(aotirt_tensor* t, bint versioned):
+    cdef DLManagedTensorVersioned* v = NULL
+    cdef DLManagedTensor* m = NULL
+    if versioned:
+        check(aotirt_tensor_to_dlpack_versioned(t, &v))
+        try:
+            return PyCapsule_New(v, _DLTENSOR_VERSIONED, _dlpack_capsule_destructor)
+        except BaseException:
+            v.deleter(v)
+            raise
+    check(aotirt_tensor_to_dlpack(t, &m))
+    try:
+        return PyCapsule_New(m, _DLTENSOR, _dlpack_capsule_destructor)
+    except BaseException:
+        m.deleter(m)
+        raise
+
+
+cdef uintptr_t _dlpack_consumer_stream(object stream) except? 0:
+    """The stream a DLPack consumer asks a CUDA producer to order before; 0: none."""
+    if stream is None:
+        return 1  # the standard: None means the consumer uses the legacy default stream
+    if isinstance(stream, bool) or not isinstance(stream, int):
+        raise TypeError(f"__dlpack__: stream must be an int or None, got {type(stream).__name__}")
+    if stream == -1:
+        return 0  # the consumer asks for no synchronisation
+    if stream == 0:
+        raise ValueError("__dlpack__: stream=0 is disallowed by the DLPack standard (ambiguous): "
+                         "pass 1 for the legacy default stream, 2 for per-thread, or the stream's address")
+    if stream < -1 or stream >= (1 << 64):
+        raise ValueError(f"__dlpack__: stream={stream} is not a cudaStream_t")
+    return stream
 
 
 cdef class Tensor:
@@ -321,6 +625,115 @@ cdef class Tensor:
         check(status)
         return self
 
+    @property
+    def __cuda_array_interface__(self):
+        """The CUDA array interface, version 3 (CUDA tensors only).
+
+        ``stream`` is the tensor's stream (the handle's stream, the shared
+        stream, or the stream it was made on): a consumer orders its own
+        stream after it. ``strides`` is None when the tensor is C-contiguous.
+        A CPU tensor raises AttributeError (so that consumers do not take
+        host memory for device memory), as does a bfloat16 tensor (the
+        interface has no typestr for it: use DLPack).
+
+        Examples
+        --------
+        >>> t = aotirt.asarray(np.ones((2, 3), np.float32), device=0)   # doctest: +SKIP
+        >>> cupy.asarray(t)                                            # doctest: +SKIP
+        array([[1., 1., 1.], [1., 1., 1.]], dtype=float32)
+        """
+        if aotirt_tensor_device_type(self._t) != AOTIRT_DEVICE_CUDA:
+            raise AttributeError("a CPU tensor has no __cuda_array_interface__: its memory is host "
+                                 "memory (use DLPack or numpy())")
+        code = aotirt_tensor_dtype(self._t)
+        typestr = _CODE_TYPESTRS.get(code)
+        if typestr is None:
+            raise AttributeError(f"{_DTYPE_NAMES.get(code)} tensors have no __cuda_array_interface__ "
+                                 f"typestr: use DLPack (__dlpack__)")
+        cdef aotirt_stream* s = aotirt_tensor_stream(self._t)
+        stream = None
+        if s is not NULL:
+            # Never 0: the interface says 1 for the legacy default stream.
+            stream = _consumer_stream_value(s)
+        return {
+            "shape": self.shape,
+            "typestr": typestr,
+            "data": (<uintptr_t>aotirt_tensor_data(self._t), False),
+            "strides": None if aotirt_tensor_is_contiguous(self._t) else self.strides,
+            "version": 3,
+            "stream": stream,
+        }
+
+    def __dlpack_device__(self):
+        """``(device_type, device_id)`` in DLPack's numbers: ``(1, 0)`` on the
+        CPU (kDLCPU), ``(2, N)`` on cuda:N (kDLCUDA)."""
+        if aotirt_tensor_device_type(self._t) == AOTIRT_DEVICE_CPU:
+            return (kDLCPU, 0)
+        return (kDLCUDA, aotirt_tensor_device_index(self._t))
+
+    def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
+        """Export the tensor as a DLPack capsule, without a copy (the Python
+        array API standard's protocol; consumers call it through their
+        ``from_dlpack``).
+
+        Parameters
+        ----------
+        stream : int or None
+            For a CUDA tensor, the consumer's stream: it is made to wait, on
+            the device, for the work queued so far on the tensor's stream (an
+            event; the host does not wait). None is the legacy default stream
+            (as the standard says), 1 the legacy default stream, 2 the
+            per-thread default stream, -1 no ordering at all; 0 is refused.
+            A CPU tensor takes None only.
+        max_version : (int, int) or None
+            The newest DLPack version the consumer reads. ``(1, 0)`` or newer
+            gives a ``"dltensor_versioned"`` capsule (DLPack 1.0), anything
+            else the legacy ``"dltensor"`` one.
+        dl_device : (int, int) or None
+            Must be None or the tensor's own ``__dlpack_device__()``.
+        copy : bool or None
+            None or False; aotirt does not copy here (True raises).
+
+        Returns
+        -------
+        PyCapsule
+            Keeps the tensor's memory (and stream) alive until the consumer
+            calls its deleter, from any thread, with or without the GIL.
+
+        Raises
+        ------
+        BufferError
+            For a `dl_device` other than the tensor's, ``copy=True``, or a
+            stream on a CPU tensor.
+
+        Examples
+        --------
+        >>> t = aotirt.asarray(np.arange(4, dtype=np.float32))
+        >>> np.from_dlpack(t)
+        array([0., 1., 2., 3.], dtype=float32)
+        >>> y = torch.from_dlpack(cuda_tensor)   # doctest: +SKIP
+        """
+        own = self.__dlpack_device__()
+        if dl_device is not None and tuple(dl_device) != own:
+            raise BufferError(f"__dlpack__: the tensor is on DLPack device {own}, not {tuple(dl_device)}; "
+                              f"aotirt does not copy between devices here (copy_to_host() brings "
+                              f"device data to the host)")
+        if copy:
+            raise BufferError("__dlpack__: copy=True is not supported: aotirt exports without a copy "
+                              "(copy_to_host() makes a host copy)")
+        cdef uintptr_t consumer = 0
+        cdef aotirt_status status
+        if own[0] == kDLCUDA:
+            consumer = _dlpack_consumer_stream(stream)
+            if consumer != 0:
+                with nogil:
+                    status = aotirt_tensor_order_before(self._t, <void*>consumer)
+                check(status)
+        elif stream is not None:
+            raise BufferError(f"__dlpack__: a CPU tensor takes stream=None, got {stream!r}")
+        versioned = max_version is not None and tuple(max_version)[0] >= 1
+        return _dlpack_capsule(self._t, versioned)
+
     def __repr__(self):
         name = _DTYPE_NAMES.get(aotirt_tensor_dtype(self._t), "?")
         return f"<aotirt.Tensor shape={self.shape} dtype={name} device={self.device}>"
@@ -332,12 +745,15 @@ def asarray(obj, device="cpu", stream=None, dtype=None):
     Parameters
     ----------
     obj : Tensor or array
-        A Tensor (returned as it is when already on `device`) or any object
-        with the buffer protocol (numpy arrays, memoryviews, ...).
+        A Tensor (returned as it is when already on `device`), any object
+        with the buffer protocol (numpy arrays, memoryviews, ...), or any
+        object with ``__dlpack__`` or ``__cuda_array_interface__`` (torch,
+        CuPy, Numba, ...): see :func:`from_dlpack`.
     device : "cpu", "cuda", "cuda:N" or int
         On the CPU the Tensor shares the array's memory and keeps the array
-        alive. On a GPU the data is uploaded with ``cudaMemcpyAsync`` on
-        `stream` and nothing waits for it.
+        alive. On a GPU host data is uploaded with ``cudaMemcpyAsync`` on
+        `stream` and nothing waits for it; device data already there is used
+        without a copy.
     stream : Stream, object with ``__cuda_stream__``, or None
         The upload's stream; None is the device's shared stream.
     dtype : dtype name or numpy dtype, optional
@@ -359,6 +775,8 @@ def asarray(obj, device="cpu", stream=None, dtype=None):
             return t
         raise ValueError(f"the tensor is on {t.device}; moving tensors between devices is "
                          f"done with copy_to_host() and asarray()")
+    if not PyObject_CheckBuffer(obj) and _is_interop(obj):
+        return _import_to(obj, device_type, device_index, NULL, stream, "asarray", False, True)
     if device_type == AOTIRT_DEVICE_CPU:
         return _wrap_host(obj, "asarray", dtype)
     cdef Stream s = as_stream(stream, device_index)
@@ -416,8 +834,9 @@ def copy_to_host(Tensor tensor not None, out=None):
     ----------
     tensor : Tensor
     out : writable C-contiguous array, optional
-        Destination with the tensor's shape and dtype (pinned memory makes
-        the copy run at full bandwidth). Allocated with numpy when omitted.
+        Destination with the tensor's shape and dtype. Pinned memory
+        (:func:`empty_pinned`) makes the copy run at full bandwidth.
+        Allocated with numpy when omitted.
 
     Returns
     -------
@@ -454,3 +873,193 @@ def copy_to_host(Tensor tensor not None, out=None):
     finally:
         PyBuffer_Release(&view)
     return out
+
+
+def from_dlpack(x, /, *, device=None, copy=None, stream=None):
+    """A Tensor over another library's array, without a copy.
+
+    Takes anything with ``__dlpack__`` (torch, CuPy, JAX, cuda.core buffers,
+    numpy, ...) or ``__cuda_array_interface__`` (Numba, CuPy, ...), on the
+    CPU or a GPU, and shares its memory: the Tensor keeps the producer's
+    memory alive until the Tensor and everything made from it are gone.
+
+    Ordering with the producer's stream needs no host wait: DLPack producers
+    are handed the Tensor's stream (``__dlpack__(stream=...)``) and make it
+    wait for their pending work with an event; for the CUDA array interface,
+    aotirt records an event on the interface's ``stream`` and makes the
+    Tensor's stream wait on it. Memory is given back to the producer only
+    once the GPU has finished aotirt's work on it (checked, never waited for,
+    at later aotirt calls).
+
+    Parameters
+    ----------
+    x : object with ``__dlpack__`` or ``__cuda_array_interface__``
+        DLPack is used when both are there.
+    device : "cpu", "cuda:N", int, DLPack ``(type, id)`` or None
+        Where the data must already be (checked, never moved).
+    copy : None or False
+        aotirt does not copy here; True raises ValueError.
+    stream : Stream, object with ``__cuda_stream__``, or None
+        For device data, the stream the Tensor belongs to: runs and copies
+        order themselves after it. None is the device's shared stream (the
+        one every CudaHandle of the device runs on).
+
+    Returns
+    -------
+    Tensor
+
+    Raises
+    ------
+    TypeError
+        `x` speaks neither protocol, or its dtype is not one aotirt has.
+    ValueError
+        The data is not on `device`, has negative strides, or ``copy=True``.
+
+    Examples
+    --------
+    >>> a = np.arange(6, dtype=np.float32).reshape(2, 3)
+    >>> t = aotirt.from_dlpack(a)
+    >>> t.data_ptr == a.ctypes.data
+    True
+    >>> x = torch.ones(1024, device="cuda")           # doctest: +SKIP
+    >>> t = aotirt.from_dlpack(x)                     # doctest: +SKIP
+    >>> t.data_ptr == x.data_ptr()                    # doctest: +SKIP
+    True
+    """
+    if copy:
+        raise ValueError("from_dlpack: copy=True is not supported: aotirt imports without a copy "
+                         "(asarray() uploads host data; copy_to_host() makes a host copy)")
+    cdef int device_type = -1
+    cdef int device_index = -1
+    if device is not None:
+        if isinstance(device, tuple):
+            if device == (kDLCPU, 0) or (len(device) == 2 and device[0] == kDLCPU):
+                device_type, device_index = AOTIRT_DEVICE_CPU, 0
+            elif len(device) == 2 and device[0] == kDLCUDA:
+                device_type, device_index = AOTIRT_DEVICE_CUDA, device[1]
+            else:
+                raise ValueError(f"from_dlpack: device {device!r} is not a DLPack CPU or CUDA device")
+        else:
+            device_type, device_index = parse_device(device)
+    if isinstance(x, Tensor):
+        t = <Tensor>x
+        if device_type >= 0 and (aotirt_tensor_device_type(t._t) != device_type or (
+                device_type == AOTIRT_DEVICE_CUDA and aotirt_tensor_device_index(t._t) != device_index)):
+            raise _mismatch("from_dlpack", t.device, device_type, device_index, False)
+        return t
+    if not _is_interop(x):
+        raise TypeError(f"from_dlpack: expected an object with __dlpack__ or __cuda_array_interface__, "
+                        f"got {type(x).__name__}")
+    if device_type == AOTIRT_DEVICE_CPU:
+        device_index = 0
+    return _import_to(x, device_type, device_index, NULL, stream, "from_dlpack", False, False)
+
+
+# ---- pinned host memory ----------------------------------------------------
+
+cdef char* _FORMAT_BYTE = b"B"
+
+
+cdef class _PinnedMemory:
+    """Page-locked host memory (cudaHostAlloc) behind a numpy array.
+
+    Exposes its bytes through the buffer protocol; the array made over it
+    keeps it alive, and it is freed (cudaFreeHost) when the last array over
+    it is garbage collected.
+    """
+
+    cdef void* _ptr
+    cdef Py_ssize_t _nbytes
+    cdef Py_ssize_t _one
+
+    def __dealloc__(self):
+        # cudaFreeHost may wait for the device: this is why pinned buffers
+        # are meant to be allocated once and reused, off the run path.
+        if self._ptr is not NULL:
+            aotirt_host_free_pinned(self._ptr)
+            self._ptr = NULL
+
+    def __getbuffer__(self, Py_buffer* view, int flags):
+        self._one = 1
+        view.buf = self._ptr
+        view.obj = self
+        view.len = self._nbytes
+        view.readonly = 0
+        view.itemsize = 1
+        view.format = NULL
+        if flags & PyBUF_FORMAT:
+            view.format = _FORMAT_BYTE
+        view.ndim = 1
+        view.shape = &self._nbytes if flags & PyBUF_ND else NULL
+        view.strides = &self._one if flags & PyBUF_STRIDES == PyBUF_STRIDES else NULL
+        view.suboffsets = NULL
+        view.internal = NULL
+
+    def __releasebuffer__(self, Py_buffer* view):
+        pass
+
+
+def empty_pinned(shape, dtype="float32"):
+    """An uninitialised numpy array in pinned (page-locked) host memory.
+
+    Copies between the GPU and pinned memory run at the full bandwidth of
+    the bus and need no staging: the destination to give
+    :func:`copy_to_host` in a loop. The memory comes from ``cudaHostAlloc``
+    (portable to every device) and is freed with ``cudaFreeHost`` when the
+    array (and every view of it) is garbage collected. ``cudaFreeHost`` may
+    wait for the device, so allocate pinned arrays once and reuse them.
+
+    An upload from pinned memory (:func:`asarray` with a device, a CUDA run
+    on a pinned input) is truly asynchronous: do not overwrite the array
+    until the stream has passed the upload (e.g. after the next
+    ``copy_to_host`` from that stream).
+
+    Parameters
+    ----------
+    shape : int or tuple of int
+    dtype : numpy dtype, scalar type or name
+        Any numpy dtype (``"bfloat16"`` needs ml_dtypes).
+
+    Returns
+    -------
+    numpy.ndarray
+        C-contiguous and writable; its ``base`` chain owns the memory.
+
+    Raises
+    ------
+    CudaError
+        When pinned memory cannot be allocated: no GPU or driver
+        (``cudaErrorNoDevice``, ``cudaErrorInsufficientDriver``), or out of
+        memory.
+
+    Examples
+    --------
+    >>> out = aotirt.empty_pinned((1024,), np.float32)     # doctest: +SKIP
+    >>> (y,) = handle.run([a, b, c])                        # doctest: +SKIP
+    >>> aotirt.copy_to_host(y, out=out) is out              # doctest: +SKIP
+    True
+    """
+    np = _numpy()
+    try:
+        dt = _numpy_dtype(dtype_code_of(dtype))
+    except TypeError:
+        dt = np.dtype(dtype)
+    try:
+        shape = (PyNumber_Index(shape),)
+    except TypeError:
+        shape = tuple([PyNumber_Index(size) for size in shape])
+    cdef Py_ssize_t count = 1
+    for size in shape:
+        if size < 0:
+            raise ValueError(f"empty_pinned: negative size {size} in shape {shape}")
+        count *= size
+    cdef _PinnedMemory memory = _PinnedMemory.__new__(_PinnedMemory)
+    cdef size_t nbytes = count * dt.itemsize
+    cdef void* ptr = NULL
+    cdef aotirt_status status
+    with nogil:
+        status = aotirt_host_alloc_pinned(nbytes, &ptr)
+    check(status)
+    memory._ptr = ptr
+    memory._nbytes = nbytes
+    return np.frombuffer(memory, dtype=dt, count=count).reshape(shape)
