@@ -58,6 +58,17 @@ def to_numpy(t):
     return t.contiguous().numpy()
 
 
+def _drop_sources(package):
+    """Rewrites the package without its generated C++ sources: the cache only
+    needs what runs, and it travels between machines."""
+    trimmed = package + ".tmp"
+    with zipfile.ZipFile(package) as source, zipfile.ZipFile(trimmed, "w", zipfile.ZIP_DEFLATED) as sink:
+        for info in source.infolist():
+            if not info.filename.endswith(".cpp"):
+                sink.writestr(info, source.read(info))
+    os.replace(trimmed, package)
+
+
 def build_one(name, device, folder):
     import numpy as np
     import torch
@@ -95,6 +106,7 @@ def build_one(name, device, folder):
     meta["compile_seconds"] = round(time.time() - start, 1)
     with zipfile.ZipFile(package) as z:
         meta["entries"] = z.namelist()
+    _drop_sources(package)
     with open(os.path.join(folder, "meta.json"), "w") as f:
         json.dump(meta, f, indent=1)
 
