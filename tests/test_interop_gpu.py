@@ -439,8 +439,13 @@ def test_empty_pinned_shapes_and_dtypes(shape, expected, dtype):
     out[...] = 1
     assert (out == 1).all()
     owner = out
-    while isinstance(owner, np.ndarray) and owner.base is not None:
-        owner = owner.base
+    while True:   # through views, and the memoryview numpy may put in between
+        if isinstance(owner, np.ndarray) and owner.base is not None:
+            owner = owner.base
+        elif isinstance(owner, memoryview):
+            owner = owner.obj
+        else:
+            break
     assert type(owner).__name__ == "_PinnedMemory"   # the array owns its pinned memory
 
 

@@ -225,7 +225,7 @@ cdef Tensor as_input(object obj, Py_ssize_t index, int device_type, int device_i
     # path even though numpy has __dlpack__: wrapped on the CPU, uploaded for
     # a GPU. Everything else that speaks DLPack or the CUDA array interface
     # (torch, CuPy, Numba, cuda.core) is used where it is, without a copy.
-    if not PyObject_CheckBuffer(obj) and _is_interop(obj):
+    if _takes_interop_path(obj):
         return _import_to(obj, device_type, device_index, stream, None, what, True, True)
     if device_type == AOTIRT_DEVICE_CPU:
         return _wrap_host(obj, what)
@@ -248,6 +248,16 @@ _CODE_TYPESTRS = {0: "|u1", 1: "|i1", 2: "<i2", 3: "<i4", 4: "<i8", 5: "<f2", 6:
 
 cdef bint _is_interop(object obj):
     return hasattr(obj, "__dlpack__") or hasattr(obj, "__cuda_array_interface__")
+
+
+cdef bint _takes_interop_path(object obj):
+    """Whether an input goes through DLPack / the CUDA array interface rather
+    than the buffer protocol. Device arrays always do, even when their type
+    claims the buffer protocol only to refuse it (CuPy's ndarray); host arrays
+    (numpy, which also has __dlpack__) keep the buffer path."""
+    if hasattr(type(obj), "__cuda_array_interface__"):
+        return True
+    return not PyObject_CheckBuffer(obj) and _is_interop(obj)
 
 
 cdef void _release_object(void* obj) noexcept nogil:
@@ -775,7 +785,7 @@ def asarray(obj, device="cpu", stream=None, dtype=None):
             return t
         raise ValueError(f"the tensor is on {t.device}; moving tensors between devices is "
                          f"done with copy_to_host() and asarray()")
-    if not PyObject_CheckBuffer(obj) and _is_interop(obj):
+    if _takes_interop_path(obj):
         return _import_to(obj, device_type, device_index, NULL, stream, "asarray", False, True)
     if device_type == AOTIRT_DEVICE_CPU:
         return _wrap_host(obj, "asarray", dtype)
