@@ -18,6 +18,8 @@ import numpy as np
 
 import aotirt
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+
 REPS = 7
 
 
@@ -32,13 +34,15 @@ def emit(record, sink):
         sink.write(line + "\n")
 
 
-def bench_import(sink):
-    for module in ["aotirt", "numpy"]:
+def bench_import(sink, modules=("aotirt", "numpy")):
+    for module in modules:
         def once():
             out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
                                  capture_output=True, text=True, check=True).stderr
             # The last line is the top-level package: its cumulative microseconds.
-            return int(out.strip().splitlines()[-1].split("|")[1])
+            # The line of the module asked for: its cumulative microseconds.
+            line = [l for l in out.strip().splitlines() if l.split("|")[-1].strip() == module][-1]
+            return int(line.split("|")[1])
         emit({"case": "import", "module": module, "us": median_of(once)}, sink)
 
 
@@ -89,6 +93,54 @@ def bench_copy(sink):
               "GBps": round(nbytes / seconds / 1e9, 2)}, sink)
 
 
+def run_anchor(code, sink, label):
+    """Runs one anchor program (bench/anchors.py) in a fresh process."""
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
+    rows = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    if proc.returncode == 0 and rows:
+        emit(json.loads(rows[-1]), sink)
+        return
+    why = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"killed by signal {-proc.returncode}"
+    tail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
+    emit({"case": "aoti_runner" if "runner" in label or "eager" in label else "anchor", "what": label,
+          "via": label, "runner": label, "model": "mlp", "us_per_call": None,
+          "note": f"failed: {why}: {tail}"}, sink)
+
+
+def bench_aoti(sink, package):
+    """aotirt and torch's runners on the same AOTInductor-compiled MLP."""
+    import anchors
+
+    inputs = aotirt.asarray(np.load(package.replace("model.pt2", "input0.npy")), device=0)
+    with aotirt.load(package) as handle:
+        handle.run([inputs])[0].numpy()
+
+        def once():
+            start = time.perf_counter()
+            for _ in range(2000):
+                out = handle.run([inputs])
+            elapsed = time.perf_counter() - start
+            out[0].numpy()
+            return elapsed / 2000 * 1e6
+        emit({"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": round(median_of(once), 3)},
+             sink)
+    zoo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "aoti")
+    run_anchor(anchors.torch_aoti_runner(package, False), sink, "torch aoti_load_package")
+    run_anchor(anchors.torch_aoti_runner(package, True), sink, "torch aoti_load_package (run_single_threaded)")
+    run_anchor(anchors.torch_eager(zoo), sink, "torch eager (same module)")
+
+
+def find_aoti_mlp():
+    """The CUDA-compiled MLP from the tests' AOTInductor cache, if built."""
+    root = os.environ.get("AOTIRT_AOTI_CACHE",
+                          os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".cache", "aoti"))
+    for key in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+        meta = os.path.join(root, key, "mlp", "meta.json")
+        if os.path.exists(meta) and json.load(open(meta))["device"] == "cuda":
+            return os.path.join(root, key, "mlp", "model.pt2")
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer calls (for CI and smoke runs)")
@@ -96,13 +148,26 @@ def main():
     args = parser.parse_args()
     sink = open(args.out, "a") if args.out else None
     calls = 2000 if args.quick else 20000
-    bench_import(sink)
     bench_dispatch("cpu", calls, sink)
     if aotirt.device_count() > 0:
         bench_dispatch("cuda:0", calls, sink)
         bench_pipeline(sink)
         bench_copy(sink)
+        if not args.quick:
+            import anchors
+
+            run_anchor(anchors.cupy_empty_kernel(), sink, "CuPy RawKernel")
+            run_anchor(anchors.cuda_core_empty_kernel(), sink, "cuda.core launch")
+            run_anchor(anchors.torch_add_out(), sink, "torch.add(out=)")
+            package = find_aoti_mlp()
+            if package:
+                bench_aoti(sink, package)
+            else:
+                print("no compiled AOTInductor MLP (tests/aoti/build.py): torch runner rows skipped", file=sys.stderr)
+        bench_import(sink, ("aotirt", "numpy", "cuda.bindings.runtime", "cuda.core", "cupy", "torch")
+                     if not args.quick else ("aotirt", "numpy"))
     else:
+        bench_import(sink)
         print("no GPU: CUDA cases skipped", file=sys.stderr)
     if sink:
         sink.close()

@@ -92,11 +92,26 @@ def main():
             out.append(f"aotirt / numpy: {ours['us'] / numpy['us']:.3f} (target: under 0.1, and under 10 ms).")
         out.append("")
 
+    anchors = [r for r in rows if r["case"] == "anchor"]
+    if anchors:
+        out += ["## anchors", "", "Host time per call of what users would otherwise use, same GPU, same run.", "",
+                "| what | via | us per call | note |", "| --- | --- | --- | --- |"]
+        for row in anchors:
+            out.append(f"| {row['what']} | {row['via']} | {fmt(row.get('us_per_call'), 3)} | {row.get('note', '')} |")
+        out.append("")
+
     runners = [r for r in rows if r["case"] == "aoti_runner"]
     if runners:
         out += ["## torch AOTI runner", "", "| runner | model | us per call | note |", "| --- | --- | --- | --- |"]
         for row in runners:
             out.append(f"| {row['runner']} | {row['model']} | {fmt(row.get('us_per_call'), 2)} | {row.get('note', '')} |")
+        ours = find(rows, case="aoti_runner", runner="aotirt")
+        timed = [r for r in runners if r["runner"] != "aotirt" and r.get("us_per_call")]
+        if ours and timed:
+            out.append("")
+            for row in timed:
+                out.append(f"aotirt / {row['runner']}: {ours['us_per_call'] / row['us_per_call']:.2f} "
+                           f"(target for torch's runner: at most 0.5).")
         out.append("")
     print("\n".join(out))
 

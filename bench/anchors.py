@@ -1,0 +1,100 @@
+"""What aotirt is measured against, each in a fresh process so that neither
+torch nor CuPy is ever imported into the process that times aotirt, and a
+crash of one anchor (seen: torch 2.11's AOTI runner) is recorded, not fatal.
+
+Each function returns the code of a small program that prints one JSON
+object; bench.py runs it and adds the result to its JSON lines.
+"""
+
+import textwrap
+
+CALLS = 20000
+
+_TIMING = """
+import json, statistics, time
+def per_call_us(fn, calls={calls}, reps=7):
+    for _ in range(200): fn()
+    sync()
+    out = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        for _ in range(calls): fn()
+        elapsed = time.perf_counter() - start
+        sync()
+        out.append(elapsed / calls * 1e6)
+    return statistics.median(out)
+""".format(calls=CALLS)
+
+
+def cupy_empty_kernel():
+    return _TIMING + textwrap.dedent("""
+        import cupy
+        kernel = cupy.RawKernel(r'extern "C" __global__ void k() {}', "k")
+        stream = cupy.cuda.Stream(non_blocking=True)
+        def sync(): stream.synchronize()
+        with stream:
+            us = per_call_us(lambda: kernel((1,), (32,), ()))
+        print(json.dumps({"case": "anchor", "what": "empty kernel launch", "via": "CuPy RawKernel",
+                          "us_per_call": round(us, 3)}))
+    """)
+
+
+def cuda_core_empty_kernel():
+    return _TIMING + textwrap.dedent("""
+        try:
+            from cuda.core import Device, LaunchConfig, Program, ProgramOptions, launch
+        except ImportError:
+            from cuda.core.experimental import Device, LaunchConfig, Program, ProgramOptions, launch
+        device = Device()
+        device.set_current()
+        arch = "sm_" + "".join(str(v) for v in device.compute_capability)
+        program = Program('extern "C" __global__ void k() {}', code_type="c++", options=ProgramOptions(arch=arch))
+        kernel = program.compile("cubin").get_kernel("k")
+        stream = device.create_stream()
+        config = LaunchConfig(grid=1, block=32)
+        def sync(): stream.sync()
+        us = per_call_us(lambda: launch(stream, config, kernel))
+        print(json.dumps({"case": "anchor", "what": "empty kernel launch", "via": "cuda.core launch",
+                          "us_per_call": round(us, 3)}))
+    """)
+
+
+def torch_add_out():
+    return _TIMING + textwrap.dedent("""
+        import torch
+        a, b = torch.ones(4, device="cuda"), torch.ones(4, device="cuda")
+        out = torch.empty(4, device="cuda")
+        def sync(): torch.cuda.synchronize()
+        us = per_call_us(lambda: torch.add(a, b, out=out))
+        print(json.dumps({"case": "anchor", "what": "small elementwise op", "via": "torch.add(out=)",
+                          "us_per_call": round(us, 3)}))
+    """)
+
+
+def torch_aoti_runner(package, single_threaded):
+    return _TIMING + textwrap.dedent(f"""
+        import numpy as np, torch
+        x = torch.from_numpy(np.load({package!r}.replace("model.pt2", "input0.npy"))).cuda()
+        runner = torch._inductor.aoti_load_package({package!r}, run_single_threaded={single_threaded})
+        def sync(): torch.cuda.synchronize()
+        us = per_call_us(lambda: runner(x), calls=2000)
+        print(json.dumps({{"case": "aoti_runner", "runner": "torch aoti_load_package"
+                          + (" (run_single_threaded)" if {single_threaded} else ""),
+                          "model": "mlp", "us_per_call": round(us, 3)}}))
+    """)
+
+
+def torch_eager(zoo_folder):
+    return _TIMING + textwrap.dedent(f"""
+        import sys, numpy as np, torch
+        sys.path.insert(0, {zoo_folder!r})
+        from zoo import MLP
+        torch.manual_seed(0)
+        module = MLP().eval().cuda()
+        x = torch.from_numpy(np.random.default_rng(0).standard_normal((8, 64)).astype(np.float32)).cuda()
+        def sync(): torch.cuda.synchronize()
+        with torch.no_grad():
+            us = per_call_us(lambda: module(x), calls=2000)
+        print(json.dumps({{"case": "aoti_runner", "runner": "torch eager (same module)", "model": "mlp",
+                          "us_per_call": round(us, 3)}}))
+    """)
