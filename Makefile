@@ -10,7 +10,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-installed
 
-.PHONY: demo test build asan gpu-check bench run-bench bench-cpu run-bench-cpu clean
+.PHONY: demo test build asan torch-venv gpu-check bench run-bench bench-cpu run-bench-cpu clean
 
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
@@ -55,6 +55,16 @@ bench-cpu: build
 
 run-bench-cpu: $(HARNESS)
 	$(HARNESS) --models $(PKG)/models --device cpu --quick
+
+# A separate environment with torch (the CPU build) for compiling real
+# AOTInductor models in the tests (tests/aoti/build.py runs in it): the
+# process that runs aotirt's tests never imports torch.
+TORCH_SPEC ?= torch==2.13.0
+torch-venv: .venv-torch/.installed
+.venv-torch/.installed:
+	$(PYTHON) -m venv .venv-torch
+	.venv-torch/bin/python -m pip install --quiet "$(TORCH_SPEC)" numpy
+	touch $@
 
 # The CPU paths of the core and the tests under AddressSanitizer and
 # UndefinedBehaviorSanitizer, from a separate build in build/asan.
