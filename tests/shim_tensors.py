@@ -41,6 +41,7 @@ def _library():
         "aotirt_copy_to_host": [P, P, ctypes.c_size_t],
         "aotirt_tensor_stream": [P],
         "aotirt_stream_handle": [P],
+        "aotirt_cublas_load": [],
         "aoti_torch_cpu_mm_out": [P, P, P],
         "aoti_torch_cpu_addmm_out": [P, P, P, P, ctypes.c_double, ctypes.c_double],
         "aoti_torch_cpu_bmm_out": [P, P, P],

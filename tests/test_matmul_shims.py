@@ -12,10 +12,12 @@ float16 and bfloat16 (1e-5 for float32; bf16/f16 inputs are already rounded
 so 1e-2 covers their output rounding with room) and in float64 for float64.
 """
 
+import subprocess
+
 import numpy as np
 import pytest
 
-from helpers import relative_error
+from helpers import relative_error, run_python
 from shim_tensors import BF16, LIB, Space, last_error
 
 DEVICES = ["cpu"]
@@ -308,3 +310,61 @@ def test_wrong_dtypes(space):
     ints = [m(s, dtype=np.int32, fill=0) for s in [(3, 5), (3, 4), (4, 5)]]
     msg = failure(mm, *[t.handle for t in ints])
     assert msg == f"{name}: out is int32; supported dtypes are float32, float64, float16 and bfloat16"
+
+
+# ---- cuBLAS: loading --------------------------------------
+
+
+LOAD_WITH_ENV = """
+import ctypes, os, aotirt
+from shim_tensors import LIB, last_error
+status = LIB.aotirt_cublas_load()
+print(status)
+print(last_error())
+"""
+
+
+def test_cublas_named_by_the_environment_is_tried_alone(tmp_path):
+    # A deterministic failure on any machine: AOTIRT_CUBLAS is tried alone,
+    # never replaced by whatever cuBLAS the linker would find.
+    missing = str(tmp_path / "libcublas.so.13")
+    proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": missing})
+    assert proc.returncode == 0, proc.stderr
+    status, message = proc.stdout.splitlines()[:2]
+    assert status == "2"  # AOTIRT_ERROR_AOTI
+    assert message.startswith(f"aotirt_cublas_load: cuBLAS could not be loaded from AOTIRT_CUBLAS={missing} (")
+    assert "No such file" in message and "unset it to search libcublas.so.13, libcublas.so.12" in message
+
+
+def test_a_file_that_is_not_cublas_is_named(tmp_path):
+    # libaotirt itself: a loadable library without cuBLAS's entry points.
+    import aotirt
+    import os
+
+    core = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
+    proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": core})
+    status, message = proc.stdout.splitlines()[:2]
+    assert status == "2"
+    assert f"{core}: has no cublasCreate_v2" in message
+
+
+def test_a_library_with_the_entry_points_loads(tmp_path):
+    # The success path of the loader, without cuBLAS: a stand-in that only
+    # has the symbols (never called: aotirt_cublas_load opens and resolves).
+    source = tmp_path / "fake_cublas.c"
+    source.write_text("\n".join(
+        f"int {name}(void) {{ return 0; }}"
+        for name in ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx"]))
+    library = str(tmp_path / "libfake_cublas.so")
+    subprocess.run(["cc", "-shared", "-fPIC", str(source), "-o", library], check=True)
+    proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": library})
+    assert proc.stdout.splitlines()[0] == "0", proc.stdout + proc.stderr
+
+
+def _in_tests(code):
+    """`code` for a fresh interpreter that imports from this folder."""
+    import os
+    import textwrap
+
+    here = os.path.dirname(os.path.abspath(__file__))
+    return f"import sys\nsys.path.insert(0, {here!r})\n" + textwrap.dedent(code)
