@@ -45,6 +45,9 @@ def _library():
         "aoti_torch_cpu_mm_out": [P, P, P],
         "aoti_torch_cpu_addmm_out": [P, P, P, P, ctypes.c_double, ctypes.c_double],
         "aoti_torch_cpu_bmm_out": [P, P, P],
+        "aoti_torch_cuda_mm_out": [P, P, P],
+        "aoti_torch_cuda_addmm_out": [P, P, P, P, ctypes.c_double, ctypes.c_double],
+        "aoti_torch_cuda_bmm_out": [P, P, P],
     }
     for name, argtypes in signatures.items():
         fn = getattr(lib, name)

@@ -1,6 +1,6 @@
-"""aoti_torch_cpu_{mm,addmm,bmm}_out against numpy.
+"""aoti_torch_{cpu,cuda}_{mm,addmm,bmm}_out against numpy.
 
-The tests take a device so that the CUDA shims can join them.
+Each test runs on the CPU shims and, marked gpu, on the CUDA shims (cuBLAS).
 Operands are strided views of numpy buffers placed behind AtenTensorHandles
 (shim_tensors.py); the reference is numpy in float64 on the same rounded
 values, read back from the operands themselves.
@@ -20,7 +20,7 @@ import pytest
 from helpers import relative_error, run_python
 from shim_tensors import BF16, LIB, Space, last_error
 
-DEVICES = ["cpu"]
+DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 DTYPES = [np.float64, np.float32, np.float16, BF16]
 TOLERANCE = {
     "cpu": {np.float64: 1e-13, np.float32: 1e-6, np.float16: 1e-3, BF16: 1e-2},
@@ -312,7 +312,30 @@ def test_wrong_dtypes(space):
     assert msg == f"{name}: out is int32; supported dtypes are float32, float64, float16 and bfloat16"
 
 
-# ---- cuBLAS: loading --------------------------------------
+def test_cpu_tensors_to_the_cuda_shim():
+    # Refused before anything touches CUDA, so this runs without a GPU.
+    cpu = Space("cpu")
+    try:
+        msg = failure(LIB.aoti_torch_cuda_mm_out, cpu.make((3, 5)).handle, cpu.make((3, 4)).handle,
+                      cpu.make((4, 5)).handle)
+        assert msg == "aoti_torch_cuda_mm_out: out is on cpu, expected cuda"
+    finally:
+        cpu.close()
+
+
+@pytest.mark.gpu
+def test_cuda_tensors_to_the_cpu_shim():
+    cpu, cuda = Space("cpu"), Space("cuda")
+    try:
+        msg = failure(LIB.aoti_torch_cpu_addmm_out, cpu.make((3, 5)).handle, cpu.make((5,)).handle,
+                      cuda.make((3, 4)).handle, cpu.make((4, 5)).handle, 1.0, 1.0)
+        assert msg == "aoti_torch_cpu_addmm_out: mat1 is on cuda:0, expected cpu"
+    finally:
+        cpu.close()
+        cuda.close()
+
+
+# ---- cuBLAS: loading, streams, threads, waits --------------------------------------
 
 
 LOAD_WITH_ENV = """
@@ -359,6 +382,113 @@ def test_a_library_with_the_entry_points_loads(tmp_path):
     subprocess.run(["cc", "-shared", "-fPIC", str(source), "-o", library], check=True)
     proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": library})
     assert proc.stdout.splitlines()[0] == "0", proc.stdout + proc.stderr
+
+
+@pytest.mark.gpu
+def test_cuda_mm_names_cublas_when_it_cannot_be_loaded(tmp_path):
+    missing = str(tmp_path / "nothing" / "libcublas.so.13")
+    code = _in_tests("""
+        import numpy as np
+        from shim_tensors import LIB, Space, last_error
+        s = Space("cuda")
+        status = LIB.aoti_torch_cuda_mm_out(s.make((2, 2)).handle, s.make((2, 3)).handle, s.make((3, 2)).handle)
+        print(status)
+        print(last_error())
+    """)
+    proc = run_python(code, env={"AOTIRT_CUBLAS": missing})
+    assert proc.returncode == 0, proc.stderr
+    status, message = proc.stdout.splitlines()[:2]
+    assert status == "1"
+    assert message.startswith(f"aoti_torch_cuda_mm_out: cuBLAS could not be loaded from AOTIRT_CUBLAS={missing}")
+
+
+@pytest.mark.gpu
+def test_cublas_loads_on_the_gpu_machine():
+    assert LIB.aotirt_cublas_load() == 0, last_error()
+
+
+@pytest.mark.gpu
+def test_cuda_out_belongs_to_the_shared_stream():
+    import aotirt
+
+    shared = aotirt.Stream.shared(0)
+    s = Space("cuda")
+    try:
+        out = s.make((2, 2))
+        call(s, "mm", out.handle, s.make((2, 3), values=np.ones((2, 3))).handle,
+             s.make((3, 2), values=np.ones((3, 2))).handle)
+        assert LIB.aotirt_stream_handle(LIB.aotirt_tensor_stream(out.handle)) == shared.handle
+        assert np.array_equal(out.values(), np.full((2, 2), 3.0))
+    finally:
+        s.close()
+
+
+@pytest.mark.gpu
+def test_cuda_matmuls_from_threads():
+    # One cuBLAS handle per thread: concurrent calls from 8 threads, twice
+    # (the second round reuses handles the first threads left behind).
+    import threading
+
+    errors = []
+
+    def work(seed):
+        s = Space("cuda")
+        try:
+            rng = np.random.default_rng(seed)
+            for _ in range(5):
+                a = operand(s, rng, (32, 48), dtype=np.float32)
+                b = operand(s, rng, (48, 16), "col", dtype=np.float32)
+                out = s.make((32, 16), dtype=np.float32)
+                call(s, "mm", out.handle, a.handle, b.handle)
+                if relative_error(out.values(), a.values() @ b.values()) > 1e-5:
+                    errors.append(seed)
+        except Exception as e:  # a thread's exception would otherwise only be printed
+            errors.append(repr(e))
+        finally:
+            s.close()
+
+    for round_ in range(2):
+        threads = [threading.Thread(target=work, args=(round_ * 8 + i,)) for i in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    assert errors == []
+
+
+@pytest.mark.gpu
+def test_cuda_matmuls_wait_only_in_the_copy(tmp_path_factory):
+    from waits import count_waits, interposer_library
+
+    counter = interposer_library(str(tmp_path_factory.mktemp("interposer")))
+    setup = _in_tests("""
+        import numpy as np
+        from shim_tensors import LIB, Space
+        s = Space("cuda")
+        rng = np.random.default_rng(0)
+        a = s.make((64, 32), values=rng.standard_normal((64, 32)), dtype=np.float32)
+        w = s.make((32, 48), (1, 32), values=rng.standard_normal((32, 48)), dtype=np.float32)
+        bias = s.make((48,), values=rng.standard_normal(48), dtype=np.float32)
+        odd = s.make((32, 48), (96, 2), values=rng.standard_normal((32, 48)), dtype=np.float32)
+        out = s.make((64, 48), dtype=np.float32)
+        outs = s.make((3, 64, 48), dtype=np.float32)
+        a3 = s.make((3, 64, 32), values=rng.standard_normal((3, 64, 32)), dtype=np.float32)
+        w3 = s.make((3, 32, 48), (0, 1, 32), values=rng.standard_normal((3, 32, 48)), dtype=np.float32)
+        def step():
+            assert LIB.aoti_torch_cuda_mm_out(out.handle, a.handle, w.handle) == 0
+            assert LIB.aoti_torch_cuda_addmm_out(out.handle, bias.handle, a.handle, odd.handle, 1.0, 1.0) == 0
+            assert LIB.aoti_torch_cuda_addmm_out(out.handle, out.handle, a.handle, w.handle, 0.5, 1.0) == 0
+            assert LIB.aoti_torch_cuda_bmm_out(outs.handle, a3.handle, w3.handle) == 0
+        step()  # the first call opens cuBLAS and makes this thread's handle
+        out.values()
+    """)
+    counts = count_waits(counter, setup=setup, body="""
+        for _ in range(200):
+            step()
+        out.values()
+    """)
+    unexpected = {name: n for name, n in counts.items() if n and name != "cudaStreamSynchronize"}
+    assert unexpected == {} and counts["cudaStreamSynchronize"] == 1, counts
 
 
 def _in_tests(code):

@@ -45,6 +45,9 @@ aotirt_status empty_like(const Tensor& like, const StreamRef& stream, Tensor* ou
 
 // out <- the product, on the CPU. The Problem's operands are CPU tensors.
 aotirt_status run_cpu(const Problem& p);
+// out <- the product, queued with cuBLAS on the current stream of out's
+// device; `stream` receives that stream (the caller's out now belongs to it).
+aotirt_status run_cuda(const Problem& p, StreamRef* stream);
 
 }  // namespace matmul
 }  // namespace aotirt

@@ -100,12 +100,17 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t devic
 //          to [M,N] and is not read when beta == 0; `out` may be `self`
 //   bmm:   out[B,M,N] = self[B,M,K] @ mat2[B,K,N]
 // Operands may have any strides and storage offsets. float32, float64,
-// float16 and bfloat16.
+// float16 and bfloat16. The CUDA versions load cuBLAS on first use.
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
                                                          AtenTensorHandle mat1, AtenTensorHandle mat2,
                                                          double beta, double alpha);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                          AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                          double beta, double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
 
 // Diagnostics. aoti_torch_check records the message as the thread's last
 // error (the model then fails its run and aotirt reports that message).
