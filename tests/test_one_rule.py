@@ -9,7 +9,9 @@ from helpers import REPO
 CODE_DIRS = ["cuda_src", "include", "pyx", "bench"]
 CODE_SUFFIXES = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".pyx", ".pxd", ".py")
 OTHER_WAITS = ["cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-               "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize"]
+               "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
+               # cuBLAS documents that destroying a handle synchronizes the device.
+               "cublasDestroy", "cublasDestroy_v2"]
 
 
 def code_lines():

@@ -6,13 +6,13 @@
 #include "aotirt/shim.h"
 
 #include <cstdio>
-#include <exception>
 #include <new>
 #include <stdexcept>
 #include <string>
 
 #include "copy.h"
 #include "errors.h"
+#include "shim_call.h"
 #include "stream.h"
 #include "tensor.h"
 
@@ -21,22 +21,9 @@ using aotirt::StorageRef;
 using aotirt::Stream;
 using aotirt::StreamRef;
 using aotirt::Tensor;
+using aotirt::shim;
 
 namespace {
-
-// Runs a shim body, turning a failed status or a C++ exception into the
-// torch error code; exceptions must not cross into the model's C frames.
-template <typename Body>
-AOTITorchError shim(const char* name, Body body) {
-  try {
-    return body() == AOTIRT_OK ? AOTI_TORCH_SUCCESS : AOTI_TORCH_FAILURE;
-  } catch (const std::exception& e) {
-    aotirt::fail(AOTIRT_ERROR_AOTI, std::string(name) + ": " + e.what());
-  } catch (...) {
-    aotirt::fail(AOTIRT_ERROR_AOTI, std::string(name) + ": unknown C++ exception");
-  }
-  return AOTI_TORCH_FAILURE;
-}
 
 aotirt_status null_argument(const char* name) {
   return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a required pointer argument is NULL");

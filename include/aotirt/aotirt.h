@@ -169,6 +169,14 @@ AOTIRT_API void aotirt_host_free_pinned(void* ptr);
 // is the only cudaStreamSynchronize in aotirt.
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes);
 
+// ---- cuBLAS ------------------------------------------------------------------
+// Opens cuBLAS now, as the CUDA matmul shims otherwise do on their first call
+// (AOTIRT_CUBLAS, a full path, is tried alone when set; else libcublas.so.13,
+// .12, libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
+// names every file tried and how to provide cuBLAS. A failure is final for
+// the process.
+AOTIRT_API aotirt_status aotirt_cublas_load(void);
+
 // ---- handles -----------------------------------------------------------------
 // The strong undefined symbols of a shared library that start with `prefix`
 // (read from its ELF symbol table, without loading it), one per line, in a

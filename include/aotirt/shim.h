@@ -93,6 +93,25 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_create_cuda_stream_guard(
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_delete_cuda_stream_guard(CUDAStreamGuardHandle guard);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_get_current_cuda_stream(int32_t device_index, void** ret_stream);
 
+// Matrix multiplies: the fallbacks generated code calls when it does not
+// emit its own GEMM (torch's c_shim_cpu.h / c_shim_cuda.h). Torch semantics:
+//   mm:    out[M,N]   = self[M,K] @ mat2[K,N]
+//   addmm: out[M,N]   = beta * self + alpha * (mat1 @ mat2); `self` broadcasts
+//          to [M,N] and is not read when beta == 0; `out` may be `self`
+//   bmm:   out[B,M,N] = self[B,M,K] @ mat2[B,K,N]
+// Operands may have any strides and storage offsets. float32, float64,
+// float16 and bfloat16. The CUDA versions load cuBLAS on first use.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                         double beta, double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                          AtenTensorHandle mat1, AtenTensorHandle mat2,
+                                                          double beta, double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+
 // Diagnostics. aoti_torch_check records the message as the thread's last
 // error (the model then fails its run and aotirt reports that message).
 AOTI_SHIM_EXPORT void aoti_torch_warn(const char* func, const char* file, uint32_t line, const char* msg);
