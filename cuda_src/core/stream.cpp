@@ -49,6 +49,18 @@ aotirt_status new_nonblocking_stream(int device, cudaStream_t* out) {
   return AOTIRT_OK;
 }
 
+aotirt_status new_owned_stream(int device, bool shared, StreamRef* out) {
+  cudaStream_t handle = nullptr;
+  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
+  auto* stream = new Stream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = true;
+  stream->shared = shared;
+  *out = StreamRef::adopt(stream);
+  return AOTIRT_OK;
+}
+
 thread_local Stream* tls_current_stream = nullptr;
 
 }  // namespace
@@ -66,27 +78,13 @@ aotirt_status shared_stream(int device, StreamRef* out) {
     *out = StreamRef::adopt(it->second);
     return AOTIRT_OK;
   }
-  cudaStream_t handle = nullptr;
-  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
-  auto* stream = new Stream();
-  stream->handle = handle;
-  stream->device = device;
-  stream->owned = true;
-  stream->shared = true;
-  shared_streams[device] = stream;
-  *out = StreamRef::adopt(stream);
+  AOTIRT_TRY(new_owned_stream(device, /*shared=*/true, out));
+  shared_streams[device] = out->get();
   return AOTIRT_OK;
 }
 
 aotirt_status create_stream(int device, StreamRef* out) {
-  cudaStream_t handle = nullptr;
-  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
-  auto* stream = new Stream();
-  stream->handle = handle;
-  stream->device = device;
-  stream->owned = true;
-  *out = StreamRef::adopt(stream);
-  return AOTIRT_OK;
+  return new_owned_stream(device, /*shared=*/false, out);
 }
 
 StreamRef adopt_stream(cudaStream_t handle, int device) {

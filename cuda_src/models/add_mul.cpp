@@ -13,11 +13,7 @@
 namespace model {
 
 const Spec& spec() {
-#if defined(AOTIRT_MODEL_CUDA)
-  static const Spec s{{"a", "b", "c"}, {"out"}, true};
-#else
-  static const Spec s{{"a", "b", "c"}, {"out"}, false};
-#endif
+  static const Spec s{{"a", "b", "c"}, {"out"}, kBuiltForCuda};
   return s;
 }
 

@@ -59,6 +59,13 @@ void check_shim(AOTITorchError err, const char* call);
 std::string shape_string(const std::vector<int64_t>& sizes);
 Tensor empty_like_shape(const std::vector<int64_t>& sizes, int32_t dtype, const Device& device);
 
+// Whether this library is the CUDA build (nvcc with AOTIRT_MODEL_CUDA).
+#if defined(AOTIRT_MODEL_CUDA)
+inline constexpr bool kBuiltForCuda = true;
+#else
+inline constexpr bool kBuiltForCuda = false;
+#endif
+
 // What a model file defines.
 struct Spec {
   std::vector<const char*> input_names;

@@ -41,11 +41,7 @@ const Layout& layout() {
 namespace model {
 
 const Spec& spec() {
-#if defined(AOTIRT_MODEL_CUDA)
-  static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, true};
-#else
-  static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, false};
-#endif
+  static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, kBuiltForCuda};
   return s;
 }
 

@@ -33,11 +33,7 @@ const Layout& layout() {
 namespace model {
 
 const Spec& spec() {
-#if defined(AOTIRT_MODEL_CUDA)
-  static const Spec s{{"frames"}, {"hidden"}, true};
-#else
-  static const Spec s{{"frames"}, {"hidden"}, false};
-#endif
+  static const Spec s{{"frames"}, {"hidden"}, kBuiltForCuda};
   return s;
 }
 
