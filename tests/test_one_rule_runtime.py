@@ -91,3 +91,26 @@ def test_the_pipeline_waits_once_per_decode(counter):
         assert tokens.shape == (64,)
     """)
     only(counts, cudaStreamSynchronize=1)
+
+
+@pytest.mark.gpu
+def test_a_real_aoti_library_runs_without_host_waits(counter):
+    # The AOTInductor library itself references cudaEventSynchronize,
+    # cudaMemcpy and cudaMalloc; through RunSingleThreaded a steady-state run
+    # must call none of them.
+    from test_aoti_models import model_folder
+
+    folder, _meta = model_folder("mlp", "cuda")
+    counts = count_waits(counter, setup=f"""
+        import numpy as np, aotirt
+        handle = aotirt.load({folder + '/model.pt2'!r})
+        x = aotirt.asarray(np.load({folder + '/input0.npy'!r}), device=0)
+        for _ in range(5):
+            (y,) = handle.run([x])
+        y.numpy()
+    """, body="""
+        for _ in range(100):
+            (y,) = handle.run([x])
+        y.numpy()
+    """)
+    only(counts, cudaStreamSynchronize=1)
