@@ -19,7 +19,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "graph_memory.cpp", "interop.cpp", "api.cpp",
+CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
