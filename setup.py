@@ -42,6 +42,7 @@ MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
 # Test-only libraries, built for CUDA only into models/testing/.
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
+    "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
 }
 CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_handle"]
 
