@@ -218,18 +218,26 @@ aotirt_status aotirt_graph::instantiate(cudaGraph_t graph, CaptureState& state) 
   return AOTIRT_OK;
 }
 
-aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
-  Tensor& target = *inputs_[i];
+aotirt_status aotirt_graph::check_input(size_t i, const Tensor& source) const {
+  const Tensor& target = *inputs_[i];
   if (!same_shape(source, target))
     return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + ": the graph was captured with " +
                                         describe(target) + ", got " + describe(source));
-  Stream* stream = stream_.get();
   const Storage& storage = *source.storage;
-  if (storage.device_type == AOTIRT_DEVICE_CUDA) {
-    if (storage.device_index != stream->device)
-      return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on cuda:" +
-                                          std::to_string(storage.device_index) + ", the graph runs on cuda:" +
-                                          std::to_string(stream->device));
+  if (storage.device_type == AOTIRT_DEVICE_CUDA && storage.device_index != stream_->device)
+    return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on cuda:" +
+                                        std::to_string(storage.device_index) + ", the graph runs on cuda:" +
+                                        std::to_string(stream_->device));
+  if (storage.device_type != AOTIRT_DEVICE_CUDA && !source.is_contiguous())
+    return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is a strided host tensor: pass a contiguous one");
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
+  AOTIRT_TRY(check_input(i, source));
+  Tensor& target = *inputs_[i];
+  Stream* stream = stream_.get();
+  if (source.storage->device_type == AOTIRT_DEVICE_CUDA) {
     Stream* producer = source.stream.get();
     if (producer && producer != stream && producer->handle != stream->handle) {
       // Produced on another stream: the copy waits for it on the device, and
@@ -239,8 +247,6 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
     }
     return copy_device_to_device(target, source, stream);
   }
-  if (!source.is_contiguous())
-    return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is a strided host tensor: pass a contiguous one");
   const size_t nbytes = static_cast<size_t>(target.numel()) * target.itemsize();
   // Stream-ordered; pageable host memory has been read when the call returns.
   if (nbytes > 0)
@@ -269,11 +275,13 @@ aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Ten
   DeviceGuard device;
   AOTIRT_TRY(device.enter(stream_->device));
   if (inputs) {
+    // All checked before any is copied: a refused replay changes nothing.
     for (size_t i = 0; i < num_inputs_; ++i) {
       if (!inputs[i]) return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is NULL");
-      if (is_same_view(*inputs[i], *inputs_[i])) continue;  // already where the graph reads it
-      AOTIRT_TRY(copy_in(i, *inputs[i]));
+      AOTIRT_TRY(check_input(i, *inputs[i]));
     }
+    for (size_t i = 0; i < num_inputs_; ++i)
+      if (!is_same_view(*inputs[i], *inputs_[i])) AOTIRT_TRY(copy_in(i, *inputs[i]));  // else already there
   }
   AOTIRT_TRY(launch());
   if (outputs)

@@ -53,6 +53,7 @@ struct aotirt_graph {
   aotirt_status run_captured(aotirt::Stream* capture_stream, const size_t* feedback, size_t num_feedback,
                              std::vector<aotirt::Tensor*>* outputs);
   aotirt_status instantiate(cudaGraph_t graph, aotirt::CaptureState& state);
+  aotirt_status check_input(size_t i, const aotirt::Tensor& source) const;
   aotirt_status copy_in(size_t i, const aotirt::Tensor& source);
   aotirt_status launch();
   std::string where() const;
