@@ -34,8 +34,13 @@ cdef Tensor _alias(aotirt_tensor* t):
 cdef list _feedback_pairs(object feedback):
     if feedback is None:
         return []
+    try:
+        items = iter(feedback)
+    except TypeError:
+        raise TypeError(f"feedback takes a sequence of (output index, input index) pairs, "
+                        f"got {type(feedback).__name__}") from None
     pairs = []
-    for item in feedback:
+    for item in items:
         try:
             output, input = item
         except (TypeError, ValueError):
