@@ -19,7 +19,7 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "interop.cpp", "api.cpp",
+CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
@@ -42,8 +42,9 @@ MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
 # Test-only libraries, built for CUDA only into models/testing/.
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
+    "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
 }
-CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_handle"]
+CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_graph", "_handle"]
 
 
 def find_cuda_home():

@@ -71,7 +71,7 @@ def bench_pipeline(sink, steps=128):
     from aotirt.pipeline import GreedyDecoder, demo_frames
 
     frames = demo_frames()
-    for mode in ["shared", "sync_each", "separate"]:
+    for mode in ["shared", "sync_each", "separate", "graph"]:
         with GreedyDecoder("cuda:0", mode) as decoder:
             seconds = decoder.time_per_token(frames, steps, repeats=REPS)
         emit({"case": "pipeline", "api": "python", "mode": mode, "steps": steps,

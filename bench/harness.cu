@@ -148,18 +148,70 @@ aotirt_handle* open_with_weights(const Options& opt, const char* name, aotirt_st
   return handle;
 }
 
+// Keeps the stream busy for `ns` nanoseconds of the GPU's global timer.
+// Work the host queues meanwhile then runs back to back, so events around it
+// measure GPU time alone, without the gaps of the host's launches.
+__global__ void hold_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+void cuda_check(cudaError_t err, const char* what) {
+  if (err == cudaSuccess) return;
+  std::fprintf(stderr, "aotirt_bench: %s failed: %s: %s\n", what, cudaGetErrorName(err), cudaGetErrorString(err));
+  std::exit(1);
+}
+
+// GPU time of the decoder steps of one decode, measured with the queue full:
+// a hold kernel first, then events around the steps, read back only after
+// the final copy (cudaEventElapsedTime is not a wait).
+struct GpuTimer {
+  cudaEvent_t start = nullptr, end = nullptr;
+  unsigned long long hold_ns = 0;
+  double enqueue_seconds = 0;  // host time to queue the steps (must be under the hold)
+
+  GpuTimer() {
+    cuda_check(cudaEventCreate(&start), "cudaEventCreate");
+    cuda_check(cudaEventCreate(&end), "cudaEventCreate");
+  }
+  ~GpuTimer() {
+    // Not waits; failures here cannot change a figure already printed.
+    (void)cudaEventDestroy(start);
+    (void)cudaEventDestroy(end);
+  }
+  void begin(cudaStream_t stream) {
+    hold_kernel<<<1, 1, 0, stream>>>(hold_ns);
+    cuda_check(cudaGetLastError(), "hold_kernel launch");
+    cuda_check(cudaEventRecord(start, stream), "cudaEventRecord");
+  }
+  void finish(cudaStream_t stream) { cuda_check(cudaEventRecord(end, stream), "cudaEventRecord"); }
+  // After the copy that waited for the stream.
+  double elapsed_seconds() const {
+    float ms = 0;
+    cuda_check(cudaEventElapsedTime(&ms, start, end), "cudaEventElapsedTime");
+    return ms / 1e3;
+  }
+  bool queue_was_full() const { return enqueue_seconds < hold_ns / 1e9; }
+};
+
 // Case 2: the encoder once, then `steps` greedy decoder steps, each step's
-// token gathered on the device; one copy at the end (shared, separate) or a
-// copy after every step too (sync_each, the old behaviour).
+// token gathered on the device; one copy at the end (shared, separate,
+// graph) or a copy after every step too (sync_each, the old behaviour).
+// graph: the decoder step captured once as a CUDA graph (next_token fed back
+// to token inside it) and replayed per step; the encoder runs eagerly.
 void pipeline(const Options& opt) {
   const int steps = 128;
   const int64_t frame_sizes[2] = {64, 80};
   std::vector<float> frames(64 * 80);
   for (size_t i = 0; i < frames.size(); ++i) frames[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
 
-  for (const char* mode : {"shared", "sync_each", "separate"}) {
+  for (const char* mode : {"shared", "sync_each", "separate", "graph"}) {
     const bool separate = std::strcmp(mode, "separate") == 0;
     const bool sync_each = std::strcmp(mode, "sync_each") == 0;
+    const bool graph_mode = std::strcmp(mode, "graph") == 0;
     aotirt_stream *encoder_stream = nullptr, *decoder_stream = nullptr;
     if (separate) {
       bench::check(aotirt_stream_create(0, &encoder_stream), "aotirt_stream_create");
@@ -172,30 +224,62 @@ void pipeline(const Options& opt) {
     bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, 6, 0, aotirt_handle_stream(encoder), &frame_tensor),
                  "aotirt_tensor_upload");
     std::vector<int64_t> host_tokens(steps);
+    const int64_t one = 1, start = 0, count = steps;
 
-    auto decode = [&] {
+    aotirt_graph* graph = nullptr;
+    aotirt_tensor* graph_next_token = nullptr;  // static output 1, the same every replay
+    if (graph_mode) {
+      aotirt_tensor *hidden = nullptr, *token = nullptr;
+      bench::check(aotirt_handle_run(encoder, &frame_tensor, 1, &hidden, 1), "encoder run");
+      bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream, &token), "aotirt_tensor_upload");
+      aotirt_tensor* examples[2] = {hidden, token};
+      const size_t feedback[2] = {1, 1};  // next_token (output 1) -> token (input 1)
+      bench::check(aotirt_graph_capture_feedback(decoder, examples, 2, 2, feedback, 1, &graph),
+                   "aotirt_graph_capture_feedback");
+      graph_next_token = aotirt_graph_output(graph, 1);
+      aotirt_tensor_free(token);
+      aotirt_tensor_free(hidden);
+    }
+
+    auto decode = [&](GpuTimer* timer) {
       aotirt_tensor* hidden = nullptr;
       bench::check(aotirt_handle_run(encoder, &frame_tensor, 1, &hidden, 1), "encoder run");
-      const int64_t one = 1, start = 0, count = steps;
       aotirt_tensor* token = nullptr;
       bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream, &token), "aotirt_tensor_upload");
       aotirt_tensor* tokens = nullptr;
       bench::check(aotirt_tensor_empty(1, &count, 4, AOTIRT_DEVICE_CUDA, 0, stream, &tokens), "aotirt_tensor_empty");
+      if (timer) timer->begin(static_cast<cudaStream_t>(aotirt_stream_handle(stream)));
+      double enqueue_start = bench::now_seconds();
       for (int i = 0; i < steps; ++i) {
-        aotirt_tensor* inputs[2] = {hidden, token};
-        aotirt_tensor* outputs[2] = {nullptr, nullptr};
-        bench::check(aotirt_handle_run(decoder, inputs, 2, outputs, 2), "decoder run");
-        aotirt_tensor_free(outputs[0]);
-        aotirt_tensor_free(token);
-        token = outputs[1];
+        aotirt_tensor* step_token = nullptr;  // borrowed
+        if (graph_mode) {
+          // The first step copies this utterance's hidden and start token
+          // in; later steps take the token the graph fed back.
+          aotirt_tensor* inputs[2] = {hidden, token};
+          bench::check(aotirt_graph_replay(graph, i == 0 ? inputs : nullptr, i == 0 ? 2 : 0, nullptr),
+                       "aotirt_graph_replay");
+          step_token = graph_next_token;
+        } else {
+          aotirt_tensor* inputs[2] = {hidden, token};
+          aotirt_tensor* outputs[2] = {nullptr, nullptr};
+          bench::check(aotirt_handle_run(decoder, inputs, 2, outputs, 2), "decoder run");
+          aotirt_tensor_free(outputs[0]);
+          aotirt_tensor_free(token);
+          token = outputs[1];
+          step_token = token;
+        }
         aotirt_tensor* slot = nullptr;
         bench::check(aotirt_tensor_narrow(tokens, 0, i, 1, &slot), "aotirt_tensor_narrow");
-        bench::check(aotirt_tensor_copy(slot, token), "aotirt_tensor_copy");
+        bench::check(aotirt_tensor_copy(slot, step_token), "aotirt_tensor_copy");
         aotirt_tensor_free(slot);
         if (sync_each) {
           int64_t value = 0;
-          bench::check(aotirt_copy_to_host(token, &value, sizeof value), "aotirt_copy_to_host");
+          bench::check(aotirt_copy_to_host(step_token, &value, sizeof value), "aotirt_copy_to_host");
         }
+      }
+      if (timer) {
+        timer->enqueue_seconds = bench::now_seconds() - enqueue_start;
+        timer->finish(static_cast<cudaStream_t>(aotirt_stream_handle(stream)));
       }
       bench::check(aotirt_copy_to_host(tokens, host_tokens.data(), steps * sizeof(int64_t)), "aotirt_copy_to_host");
       aotirt_tensor_free(tokens);
@@ -203,15 +287,30 @@ void pipeline(const Options& opt) {
       aotirt_tensor_free(hidden);
     };
 
-    decode();  // warm-up
+    decode(nullptr);  // warm-up
     double seconds = bench::median_of([&] {
-      double start = bench::now_seconds();
-      decode();
-      return bench::now_seconds() - start;
+      double begin = bench::now_seconds();
+      decode(nullptr);
+      return bench::now_seconds() - begin;
     });
-    bench::Record().text("case", "pipeline").text("api", "c").text("mode", mode).number("steps", steps)
+    bench::Record row;
+    row.text("case", "pipeline").text("api", "c").text("mode", mode).number("steps", steps)
         .number("tokens_per_s", steps / seconds).number("us_per_token", seconds / steps * 1e6)
-        .number("first_token", double(host_tokens[0])).emit();
+        .number("first_token", double(host_tokens[0]));
+    if (!separate && !sync_each) {
+      // The steps' GPU time alone: with the queue full, the kernels of the
+      // shared mode run back to back (the sum of their GPU times, plus the
+      // GPU's own gap between kernels), and a graph step is its replay.
+      GpuTimer timer;
+      timer.hold_ns = static_cast<unsigned long long>(seconds * 4e9) + 1000000ull;
+      double gpu_seconds = bench::median_of([&] {
+        decode(&timer);
+        return timer.elapsed_seconds();
+      });
+      row.number("gpu_us_per_step", gpu_seconds / steps * 1e6).number("queue_full", timer.queue_was_full() ? 1 : 0);
+    }
+    row.emit();
+    aotirt_graph_free(graph);  // before its handle
     aotirt_tensor_free(frame_tensor);
     aotirt_handle_free(encoder);
     aotirt_handle_free(decoder);

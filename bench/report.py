@@ -70,6 +70,22 @@ def main():
             ratio = row["tokens_per_s"] / base["tokens_per_s"] if base else None
             out.append(f"| {row['api']} | {row['mode']} | {row['steps']} | {fmt(row['tokens_per_s'], 0)} | {fmt(ratio)}x |")
         out.append("")
+        for api in sorted({r["api"] for r in pipeline}):
+            graph, shared = (find(rows, case="pipeline", api=api, mode=m) for m in ("graph", "shared"))
+            if graph and shared:
+                out.append(f"{api}: graph / shared, tokens per s: {graph['tokens_per_s'] / shared['tokens_per_s']:.2f}x "
+                           f"({graph['us_per_token']:.2f} against {shared['us_per_token']:.2f} us per step).")
+            if graph and graph.get("gpu_us_per_step") is not None:
+                line = (f"{api}: a graph step takes {graph['us_per_token']:.2f} us per token end to end; on the GPU "
+                        f"alone, with the queue full, {graph['gpu_us_per_step']:.2f} us per step (the replay and the "
+                        f"token's copy)")
+                if shared and shared.get("gpu_us_per_step") is not None:
+                    line += (f", against {shared['gpu_us_per_step']:.2f} us for the same kernels launched one by "
+                             f"one (the sum of their GPU times, plus the GPU's gaps between launches)")
+                if not (graph.get("queue_full") and (not shared or shared.get("queue_full", 1))):
+                    line += " (the host did not keep the queue full: GPU figures include host gaps)"
+                out.append(line + ".")
+        out.append("")
 
     copies = [r for r in rows if r["case"] == "copy"]
     if copies:

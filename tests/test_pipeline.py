@@ -51,7 +51,7 @@ def test_demo_on_the_cpu():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("mode", ["shared", "sync_each", "separate"])
+@pytest.mark.parametrize("mode", ["shared", "sync_each", "separate", "graph"])
 def test_gpu_pipeline_gives_the_cpu_tokens(frames, cpu_tokens, mode):
     with GreedyDecoder("cuda:0", mode) as decoder:
         if mode == "separate":
@@ -66,6 +66,17 @@ def test_demo_on_the_gpu():
     proc = cli("demo", "--device", "cuda", "--steps", "8", "--compare-sync")
     assert proc.returncode == 0, proc.stderr
     assert "device: cuda:0" in proc.stdout and "ratio:" in proc.stdout
+    assert "graph:" in proc.stdout and "faster than shared" in proc.stdout
+
+
+@pytest.mark.gpu
+def test_demo_with_graph_replays_prints_the_shared_tokens():
+    shared = cli("demo", "--device", "cuda", "--steps", "8")
+    graphed = cli("demo", "--device", "cuda", "--steps", "8", "--graph")
+    assert shared.returncode == 0 and graphed.returncode == 0, shared.stderr + graphed.stderr
+    tokens = [line for line in shared.stdout.splitlines() if line.startswith("tokens:")]
+    assert tokens and tokens == [line for line in graphed.stdout.splitlines() if line.startswith("tokens:")]
+    assert "graph:" in graphed.stdout and "CUDA graph replay" in graphed.stdout
 
 
 @pytest.mark.gpu

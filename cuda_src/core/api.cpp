@@ -9,6 +9,7 @@
 #include "copy.h"
 #include "elf_check.h"
 #include "errors.h"
+#include "graph.h"
 #include "handle.h"
 #include "interop.h"
 #include "stream.h"
@@ -174,6 +175,13 @@ AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t di
   return AOTIRT_OK;
 }
 
+AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out) {
+  Tensor* copy = alias(*t);
+  if (!copy) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+  *out = copy;
+  return AOTIRT_OK;
+}
+
 AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src) {
   // Queue on dst's own stream: that is where its readers look for it.
   Stream* previous = current_stream();
@@ -320,5 +328,34 @@ AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle*
 
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { return h->close(); }
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { delete h; }
+
+// ---- CUDA graphs ----
+
+AOTIRT_API aotirt_status aotirt_graph_capture(aotirt_handle* h, aotirt_tensor* const* example_inputs, size_t n,
+                                              int warmup, aotirt_graph** out) {
+  return aotirt_graph_capture_feedback(h, example_inputs, n, warmup, nullptr, 0, out);
+}
+
+AOTIRT_API aotirt_status aotirt_graph_capture_feedback(aotirt_handle* h, aotirt_tensor* const* example_inputs,
+                                                       size_t n, int warmup, const size_t* feedback,
+                                                       size_t num_feedback, aotirt_graph** out) {
+  if (!h || !out) return fail(AOTIRT_ERROR_VALUE, "aotirt_graph_capture: the handle and `out` must not be NULL");
+  release_finished_borrowed();  // not during the capture: it queries events
+  return aotirt_graph::capture(h, example_inputs, n, warmup, feedback, num_feedback, out);
+}
+
+AOTIRT_API aotirt_status aotirt_graph_replay(aotirt_graph* g, aotirt_tensor* const* inputs, size_t n,
+                                             aotirt_tensor** outputs) {
+  release_finished_borrowed();  // no core lock is held here
+  return g->replay(inputs, n, outputs);
+}
+
+AOTIRT_API size_t aotirt_graph_num_inputs(const aotirt_graph* g) { return g->num_inputs(); }
+AOTIRT_API size_t aotirt_graph_num_outputs(const aotirt_graph* g) { return g->num_outputs(); }
+AOTIRT_API aotirt_tensor* aotirt_graph_input(const aotirt_graph* g, size_t i) { return g->input(i); }
+AOTIRT_API aotirt_tensor* aotirt_graph_output(const aotirt_graph* g, size_t i) { return g->output(i); }
+AOTIRT_API bool aotirt_graph_is_closed(const aotirt_graph* g) { return g->closed(); }
+AOTIRT_API aotirt_status aotirt_graph_close(aotirt_graph* g) { return g->close(); }
+AOTIRT_API void aotirt_graph_free(aotirt_graph* g) { delete g; }
 
 }  // extern "C"

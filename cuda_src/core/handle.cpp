@@ -120,7 +120,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   if (!library_) return fail(AOTIRT_ERROR_AOTI, "cannot load model library " + path_ + ": " + dlerror());
   AOTIRT_TRY(resolve_symbols());
 
-  AOTIRT_TRY(before_run());
+  AOTIRT_TRY(before_run(stream()));
   clear_error();
   std::string cubin_dir = directory_of(path_);
   AOTIRuntimeError created = api_.create(&container_, 1, device_str.c_str(), cubin_dir.c_str());
@@ -189,9 +189,14 @@ aotirt_status aotirt_handle::model_failure(const char* call, const std::string& 
   return fail(AOTIRT_ERROR_AOTI, message);
 }
 
-aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tensor** outputs, size_t num_outputs) {
+aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tensor** outputs, size_t num_outputs,
+                                 Stream* on) {
   std::lock_guard<std::mutex> lock(run_mutex_);
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  if (!on) on = stream();
+  if (on && (device_type_ != AOTIRT_DEVICE_CUDA || on->device != device_index_))
+    return fail(AOTIRT_ERROR_VALUE, "a run of " + path_ + " was queued on a stream of cuda:" +
+                                        std::to_string(on->device) + ", which is not the model's device");
   if (num_inputs != num_inputs_)
     return fail(AOTIRT_ERROR_VALUE, "the model takes " + std::to_string(num_inputs_) + " inputs, got " +
                                         std::to_string(num_inputs));
@@ -222,7 +227,7 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
                                             where(storage.device_type, storage.device_index) +
                                             ", the model runs on " + where(device_type_, device_index_));
     } else {
-      status = order_input(input);
+      status = order_input(input, on);
     }
     if (status == AOTIRT_OK) {
       aliases[i] = alias(input);
@@ -235,16 +240,15 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   }
 
   for (size_t i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
-  aotirt_status entered = before_run();
+  aotirt_status entered = before_run(on);
   if (entered != AOTIRT_OK) {
     for (size_t j = 0; j < num_inputs; ++j) delete aliases[j];
     return entered;
   }
   clear_error();
   auto run_fn = api_.run_single_threaded ? api_.run_single_threaded : api_.run;
-  Stream* s = stream();
   AOTIRuntimeError ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
-                                reinterpret_cast<AOTInductorStreamHandle>(s ? s->handle : nullptr), nullptr);
+                                reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
   after_run();
   if (ran != 0) {
     for (size_t i = 0; i < num_outputs; ++i) {
@@ -263,10 +267,12 @@ aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob) {
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
   if (!api_.update_constants_from_blob)
     return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
-  AOTIRT_TRY(before_run());
+  AOTIRT_TRY(before_run(stream()));
   clear_error();
   AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
   after_run();
+  // Even a failed update may have replaced some weights.
+  constants_version_.fetch_add(1, std::memory_order_acq_rel);
   if (updated != 0) return model_failure("AOTInductorModelUpdateConstantsFromBlob");
   return AOTIRT_OK;
 }
@@ -275,7 +281,7 @@ aotirt_status aotirt_handle::close() {
   std::lock_guard<std::mutex> lock(run_mutex_);
   aotirt_status status = AOTIRT_OK;
   if (container_) {
-    before_run();
+    before_run(stream());
     if (api_.destroy(container_) != 0) status = model_failure("AOTInductorModelContainerDelete");
     after_run();
     container_ = nullptr;
@@ -322,7 +328,7 @@ aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stre
   return AOTIRT_OK;
 }
 
-aotirt_status CudaHandle::before_run() {
+aotirt_status CudaHandle::before_run(Stream* on) {
   AOTIRT_TRY(check_device_usable(device_index()));
   int current = 0;
   AOTIRT_CUDA_TRY(cudaGetDevice(&current));
@@ -331,7 +337,7 @@ aotirt_status CudaHandle::before_run() {
     previous_device_ = current;
   }
   previous_stream_ = current_stream();
-  set_current_stream(stream_.get());
+  set_current_stream(on);
   return AOTIRT_OK;
 }
 
@@ -342,13 +348,13 @@ void CudaHandle::after_run() {
   previous_device_ = -1;
 }
 
-aotirt_status CudaHandle::order_input(Tensor& input) {
+aotirt_status CudaHandle::order_input(Tensor& input, Stream* on) {
   Stream* producer = input.stream.get();
-  if (!producer || producer == stream_.get() || producer->handle == stream_->handle) return AOTIRT_OK;
+  if (!producer || producer == on || producer->handle == on->handle) return AOTIRT_OK;
   // Produced on another stream: wait for it on the device, and make sure its
   // memory is not recycled before this stream is done reading it.
-  AOTIRT_TRY(producer->order_before(stream_.get()));
-  input.storage->record_user(stream_.get());
+  AOTIRT_TRY(producer->order_before(on));
+  input.storage->record_user(on);
   return AOTIRT_OK;
 }
 

@@ -5,6 +5,8 @@
 // stream: every run is queued on it and returns as soon as it is queued.
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -40,8 +42,11 @@ struct aotirt_handle {
   static aotirt_status open_cpu(const std::string& path, aotirt_handle** out);
   virtual ~aotirt_handle();
 
+  // `on` NULL: the handle's own stream. A CUDA graph capture (graph.cpp)
+  // passes its private capture stream; the outputs still belong to the
+  // handle's stream, where the graph is launched.
   aotirt_status run(aotirt::Tensor* const* inputs, size_t num_inputs, aotirt::Tensor** outputs,
-                    size_t num_outputs);
+                    size_t num_outputs, aotirt::Stream* on = nullptr);
   aotirt_status close();
   aotirt_status update_constants_from_blob(const uint8_t* blob);
 
@@ -54,6 +59,9 @@ struct aotirt_handle {
   const char* input_name(size_t i) const { return name_at(input_names_, i); }
   const char* output_name(size_t i) const { return name_at(output_names_, i); }
   virtual aotirt::Stream* stream() const { return nullptr; }
+  // Changes each time the model's weights are replaced: a CUDA graph
+  // captured before reads the old weights' addresses, so it refuses to replay.
+  uint64_t constants_version() const { return constants_version_.load(std::memory_order_acquire); }
 
  protected:
   aotirt_handle(std::string path, int32_t device_type, int32_t device_index);
@@ -61,9 +69,10 @@ struct aotirt_handle {
   aotirt_status load(const std::string& device_str);
 
   // Hooks for the CUDA handle; the CPU handle needs none of them.
-  virtual aotirt_status before_run() { return AOTIRT_OK; }
+  // `on`: the stream the run is queued on (nullptr on the CPU).
+  virtual aotirt_status before_run(aotirt::Stream* /*on*/) { return AOTIRT_OK; }
   virtual void after_run() {}
-  virtual aotirt_status order_input(aotirt::Tensor&) { return AOTIRT_OK; }
+  virtual aotirt_status order_input(aotirt::Tensor&, aotirt::Stream* /*on*/) { return AOTIRT_OK; }
   virtual void adopt_output(aotirt::Tensor&) {}
   virtual void unload_library();
 
@@ -85,6 +94,7 @@ struct aotirt_handle {
   size_t num_outputs_ = 0;
   std::vector<std::string> input_names_;
   std::vector<std::string> output_names_;
+  std::atomic<uint64_t> constants_version_{0};
   // A container with one model instance is not safe to run from two threads
   // at once; this makes concurrent run() calls take turns.
   std::mutex run_mutex_;
@@ -106,9 +116,9 @@ class CudaHandle : public AotiHandle {
  private:
   CudaHandle(std::string path, int device, StreamRef stream)
       : AotiHandle(std::move(path), AOTIRT_DEVICE_CUDA, device), stream_(std::move(stream)) {}
-  aotirt_status before_run() override;
+  aotirt_status before_run(Stream* on) override;
   void after_run() override;
-  aotirt_status order_input(Tensor& input) override;
+  aotirt_status order_input(Tensor& input, Stream* on) override;
   void adopt_output(Tensor& output) override;
   void unload_library() override;
 

@@ -6,6 +6,7 @@
 #include <unordered_map>
 
 #include "errors.h"
+#include "graph_memory.h"
 
 namespace aotirt {
 void forget_shared_stream(aotirt_stream* stream);
@@ -21,6 +22,17 @@ aotirt_stream::~aotirt_stream() {
 
 aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
   if (waiter == this || waiter->handle == handle) return AOTIRT_OK;
+  aotirt::CaptureState* waiting_capture = waiter->capture.load(std::memory_order_acquire);
+  aotirt::CaptureState* own_capture = capture.load(std::memory_order_acquire);
+  if (own_capture && own_capture != waiting_capture)
+    // The event would be recorded into the graph, and a stream waiting for
+    // it would be pulled into the capture.
+    return aotirt::fail(AOTIRT_ERROR_VALUE, "work being captured into a CUDA graph cannot be waited for by "
+                                            "a stream outside the capture");
+  if (waiting_capture && !own_capture) {
+    waiting_capture->wait_before_launch(this);
+    return AOTIRT_OK;
+  }
   std::lock_guard<std::mutex> lock(event_mutex_);
   if (!order_event_) {
     aotirt::DeviceGuard guard;  // an event is recorded on its own device's streams only

@@ -4,11 +4,16 @@
 
 #include <cuda_runtime_api.h>
 
+#include <atomic>
 #include <mutex>
 
 #include "aotirt/aotirt.h"
 #include "block_cache.h"
 #include "ref.h"
+
+namespace aotirt {
+class CaptureState;  // graph_memory.h
+}
 
 // The C API's opaque aotirt_stream is this class.
 struct aotirt_stream : aotirt::RefCounted {
@@ -16,12 +21,17 @@ struct aotirt_stream : aotirt::RefCounted {
   int device = 0;
   bool owned = false;   // destroyed by aotirt when the last reference goes
   bool shared = false;  // the device's shared stream: leaves the registry when it dies
+  // Set while a CUDA graph is captured on this stream (graph.cpp): then its
+  // allocations and frees become nodes of the graph (graph_memory.h).
+  std::atomic<aotirt::CaptureState*> capture{nullptr};
 
   // One class, no subclasses: streams are deleted through this type.
   ~aotirt_stream();
 
   // Makes `waiter` wait, on the device, for the work queued on this stream so
-  // far. No host wait.
+  // far. No host wait. A capturing `waiter` waits through its capture instead
+  // (CaptureState::wait_before_launch); work captured on this stream cannot
+  // be waited for outside its capture (an error).
   aotirt_status order_before(aotirt_stream* waiter);
 
   // Device blocks freed on this stream, for its next allocations. Only

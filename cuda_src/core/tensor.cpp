@@ -108,16 +108,9 @@ void release_finished_borrowed() {
 
 Storage::~Storage() {
   if (owner == Owner::Pool) {
-    if (data) {
-      // Every other stream that used the memory must be done with it before
-      // the pool hands it out again; the waits are on the device, not here.
-      for (const StreamRef& user : other_users_) user->order_before(stream.get());
-      // Kept for the stream's next allocation when it has room; else back
-      // to the pool. Errors cannot be reported from a destructor; after a
-      // sticky CUDA error the context, and this memory with it, is gone.
-      BlockCache* cache = stream->cache();
-      if (!cache || !cache->give(data, capacity)) cudaFreeAsync(data, stream->handle);
-    }
+    if (data) release_pool_block();
+  } else if (owner == Owner::Graph) {
+    if (data) release_graph_allocation();
   } else if (owner == Owner::Host) {
     std::free(data);
   } else if (release) {
@@ -128,12 +121,66 @@ Storage::~Storage() {
   }
 }
 
+void Storage::release_pool_block() {
+  if (CaptureState* capture = capture_on_this_thread()) {
+    // Let go while this thread captures a CUDA graph: the graph may read the
+    // memory at every launch, and cannot free memory it did not allocate. It
+    // keeps the block until it is gone (graph_memory.h).
+    capture->memory()->keep(data, stream, std::move(other_users_));
+    return;
+  }
+  // Every other stream that used the memory must be done with it before
+  // the pool hands it out again; the waits are on the device, not here.
+  for (const StreamRef& user : other_users_) user->order_before(stream.get());
+  // Kept for the stream's next allocation when it has room; else back
+  // to the pool. Errors cannot be reported from a destructor; after a
+  // sticky CUDA error the context, and this memory with it, is gone.
+  BlockCache* cache = stream->cache();
+  if (!cache || !cache->give(data, capacity)) cudaFreeAsync(data, stream->handle);
+}
+
+void Storage::release_graph_allocation() {
+  if (stream->capture.load(std::memory_order_acquire)) {
+    // Let go during the capture that allocated it: a free node of the graph.
+    // (After a failed capture the call fails; the graph is discarded anyway.)
+    (void)cudaFreeAsync(data, stream->handle);
+    graph_memory->freed(data);
+    return;
+  }
+  // The graph's memory: freed and allocated again by each launch, and freed
+  // for good by graph_memory once the graph and this storage are gone, on the
+  // launch stream, which must first wait for the other streams that used it.
+  for (const StreamRef& user : other_users_) user->order_before(graph_memory->launch_stream());
+}
+
 void Storage::record_user(Stream* user) {
   std::lock_guard<std::mutex> lock(users_mutex_);
   for (const StreamRef& known : other_users_)
     if (known.get() == user) return;
   other_users_.push_back(StreamRef::share(user));
 }
+
+namespace {
+
+// A CUDA graph is being captured on the storage's stream: the allocation
+// becomes an allocation node of the graph, at an address fixed for the
+// graph's life. Never from the stream's cache, whose blocks eager work
+// shares; and no pool configuration, which is not work a capture may do.
+aotirt_status allocate_in_graph(Storage& storage, CaptureState& capture) {
+  Stream& stream = *storage.stream;
+  storage.capacity = storage.nbytes;
+  cudaError_t err = cudaMallocAsync(&storage.data, storage.nbytes, stream.handle);
+  if (err != cudaSuccess) {
+    storage.data = nullptr;
+    return fail_cuda(err, "cudaMallocAsync(" + std::to_string(storage.nbytes) + " bytes) while capturing a CUDA graph");
+  }
+  storage.owner = Storage::Owner::Graph;
+  storage.graph_memory = capture.memory();
+  storage.graph_memory->allocated(storage.data);
+  return AOTIRT_OK;
+}
+
+}  // namespace
 
 aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
                                const StreamRef& stream, StorageRef* out) {
@@ -146,7 +193,10 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
     storage->owner = Storage::Owner::Pool;
     storage->stream = stream;
     AOTIRT_TRY(check_device_usable(device_index));
-    if (nbytes > 0) {
+    CaptureState* capture = stream->capture.load(std::memory_order_acquire);
+    if (nbytes > 0 && capture) {
+      AOTIRT_TRY(allocate_in_graph(*storage, *capture));
+    } else if (nbytes > 0) {
       BlockCache* cache = stream->cache();
       storage->capacity = cache ? BlockCache::round_up(nbytes) : nbytes;
       storage->data = cache ? cache->take(storage->capacity) : nullptr;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aotirt/aotirt.h"
+#include "graph_memory.h"
 #include "ref.h"
 #include "stream.h"
 
@@ -20,6 +21,9 @@ struct Storage : RefCounted {
     Borrowed,   // someone else's; `release(release_ctx)` runs when the last alias goes
                 // (for CUDA memory with a stream: once the GPU has also passed
                 // every stream that used it, see release_finished_borrowed)
+    Graph,      // allocated while a CUDA graph was captured on `stream`: freed in
+                // the graph when it goes during the capture, else the graph's
+                // (`graph_memory` frees it, see graph_memory.h)
   };
 
   void* data = nullptr;
@@ -31,6 +35,7 @@ struct Storage : RefCounted {
   StreamRef stream;
   void (*release)(void*) = nullptr;
   void* release_ctx = nullptr;
+  Ref<GraphMemory> graph_memory;  // Owner::Graph only
 
   ~Storage();
 
@@ -40,6 +45,8 @@ struct Storage : RefCounted {
 
  private:
   void release_when_streams_pass();
+  void release_pool_block();
+  void release_graph_allocation();
 
   std::mutex users_mutex_;
   std::vector<StreamRef> other_users_;

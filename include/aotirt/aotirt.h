@@ -45,6 +45,7 @@ enum { AOTIRT_MAX_DIMS = 16 };
 typedef struct AtenTensorOpaque aotirt_tensor;
 typedef struct aotirt_stream aotirt_stream;
 typedef struct aotirt_handle aotirt_handle;
+typedef struct aotirt_graph aotirt_graph;
 
 // ---- errors (thread-local) -------------------------------------------------
 AOTIRT_API const char* aotirt_last_error_message(void);
@@ -111,6 +112,9 @@ AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t);
 // A new tensor viewing elements [start, start + length) of dimension `dim`.
 AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start,
                                               int64_t length, aotirt_tensor** out);
+// A new tensor handle to the same storage and view as `t` (one more owner of
+// the memory), deleted with aotirt_tensor_free.
+AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out);
 // dst <- src (one dtype and shape, any devices). Device work is queued on
 // dst's stream (ordered after src's producer) without a host wait; only a
 // CPU destination of a CUDA source waits, through the copy routine.
@@ -214,6 +218,62 @@ AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle*
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h);
 // Closes (if needed) and frees the handle object.
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h);
+
+// ---- CUDA graphs -------------------------------------------------------------
+// One run of a CUDA handle, captured once and replayed with one launch.
+//
+// Capture: static inputs are made (contiguous, on the handle's device, at
+// fixed addresses) and the example inputs copied into them, stream-ordered;
+// `warmup` eager runs on them follow (lazy loading and first allocations
+// happen there); then one run is captured on a private stream
+// (cudaStreamCaptureModeThreadLocal): its allocations and frees become graph
+// memory nodes, and its outputs are the graph's static outputs. The graph is
+// instantiated with cudaGraphInstantiateFlagAutoFreeOnLaunch and launched
+// once on the handle's stream, so the static outputs hold the results for the
+// example inputs when the call returns, as a run's outputs would. No host wait.
+// A run that cannot be captured (it fails, waits for the host, allocates with
+// cudaMalloc, queries an event...) gives AOTIRT_ERROR_AOTI "... cannot be
+// captured as a CUDA graph: <reason>", and the handle stays usable.
+// `example_inputs` (CUDA tensors of the device or contiguous host tensors) are
+// only read. The handle must stay alive (open or closed) while the graph
+// lives; a closed handle's graph refuses to replay, as does one whose
+// handle's weights were replaced after the capture.
+AOTIRT_API aotirt_status aotirt_graph_capture(aotirt_handle* h, aotirt_tensor* const* example_inputs, size_t n,
+                                              int warmup, aotirt_graph** out);
+// The same, and the graph ends with device copies from outputs into static
+// inputs: `feedback` holds `num_feedback` pairs (output index, input index),
+// 2 * num_feedback values; each output must have its input's dtype and shape.
+// A greedy decoder step feeds next_token back as token this way, so a replay
+// with no inputs runs the next step.
+AOTIRT_API aotirt_status aotirt_graph_capture_feedback(aotirt_handle* h, aotirt_tensor* const* example_inputs,
+                                                       size_t n, int warmup, const size_t* feedback,
+                                                       size_t num_feedback, aotirt_graph** out);
+// Replays the graph on the handle's stream. `inputs` NULL: on the static
+// inputs as they are. Else `n` (the number of inputs) tensors: one that is the
+// static input itself (same data and view) is taken as it is; any other is
+// checked (dtype and shape: AOTIRT_ERROR_VALUE naming the input) and copied
+// into the static input on the stream (device to device, ordered after its
+// producer's stream by an event, or host to device). Then one cudaGraphLaunch.
+// `outputs`: NULL, or room for the outputs; it receives borrowed pointers to
+// the static outputs, the same every replay, whose data each replay rewrites
+// (the graph frees and allocates them again at each launch, at the same
+// addresses: read or copy them, on the handle's stream or ordered before it,
+// before the next replay). No host wait.
+AOTIRT_API aotirt_status aotirt_graph_replay(aotirt_graph* g, aotirt_tensor* const* inputs, size_t n,
+                                             aotirt_tensor** outputs);
+AOTIRT_API size_t aotirt_graph_num_inputs(const aotirt_graph* g);
+AOTIRT_API size_t aotirt_graph_num_outputs(const aotirt_graph* g);
+// The static input or output `i`, borrowed (NULL once closed or out of range).
+// aotirt_tensor_alias gives a handle of one's own, valid after the graph goes.
+AOTIRT_API aotirt_tensor* aotirt_graph_input(const aotirt_graph* g, size_t i);
+AOTIRT_API aotirt_tensor* aotirt_graph_output(const aotirt_graph* g, size_t i);
+AOTIRT_API bool aotirt_graph_is_closed(const aotirt_graph* g);
+// Destroys the executable graph (launches already queued still run; no wait)
+// and drops the static tensors. The graph's memory is freed, stream-ordered,
+// once no alias of a static output is left. A second close does nothing.
+AOTIRT_API aotirt_status aotirt_graph_close(aotirt_graph* g);
+// Closes (if needed) and frees the graph object. Before its handle's free.
+AOTIRT_API void aotirt_graph_free(aotirt_graph* g);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -11,7 +11,7 @@ from . import models as models
 
 __version__: str
 __all__ = [
-    "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
+    "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
     "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
     "models",
 ]
@@ -137,6 +137,33 @@ class CudaHandle(AotiHandle):
     ) -> None: ...
     @property
     def stream(self) -> Stream: ...
+    def capture(
+        self,
+        example_inputs: Sequence[_InputLike],
+        *,
+        warmup: int = ...,
+        feedback: Optional[Sequence[Tuple[int, int]]] = ...,
+    ) -> Graph: ...
+
+class Graph:
+    # Made by CudaHandle.capture only.
+    def replay(self, inputs: Optional[Sequence[_InputLike]] = ...) -> Tuple[Tensor, ...]: ...
+    @property
+    def inputs(self) -> Tuple[Tensor, ...]: ...
+    @property
+    def outputs(self) -> Tuple[Tensor, ...]: ...
+    @property
+    def handle(self) -> CudaHandle: ...
+    def close(self) -> None: ...
+    @property
+    def closed(self) -> bool: ...
+    def __enter__(self) -> Graph: ...
+    def __exit__(
+        self,
+        exc_type: Optional[Type[BaseException]],
+        exc: Optional[BaseException],
+        tb: Optional[TracebackType],
+    ) -> None: ...
 
 def device_count() -> int: ...
 def asarray(obj: _InputLike, device: _DeviceLike = ..., stream: Optional[_StreamLike] = ...,

@@ -1,6 +1,6 @@
 """aotirt's command line.
 
-  python -m aotirt demo [--device cpu|cuda] [--steps N] [--compare-sync]
+  python -m aotirt demo [--device cpu|cuda] [--steps N] [--graph] [--compare-sync]
   python -m aotirt info
   python -m aotirt run MODEL.so --input x.npy [...] [--device D] [--weights W] [--out DIR]
 """
@@ -25,26 +25,42 @@ def _device_for_demo(requested):
     return "cpu"
 
 
+_LABELS = {
+    "sync_each": "a copy after every step",
+    "shared": "one copy at the end",
+    "graph": "each step one CUDA graph replay, one copy at the end",
+}
+
+
 def demo(args):
     """Greedy decoding with the example encoder and decoder."""
     from aotirt.pipeline import GreedyDecoder, demo_frames
 
     device = _device_for_demo(args.device)
+    if args.graph and device == "cpu":
+        raise UsageError("--graph replays CUDA graphs: it needs a CUDA GPU")
+    main_mode = "graph" if args.graph else "shared"
     frames = demo_frames(seed=0)
-    modes = ["shared", "sync_each"] if args.compare_sync else ["shared"]
+    if args.compare_sync:
+        # Side by side; graph only where there is a GPU to replay it on.
+        modes = ["sync_each", "shared"] + (["graph"] if device != "cpu" else [])
+    else:
+        modes = [main_mode]
     seconds = {}
     for mode in modes:
         with GreedyDecoder(device, mode) as decoder:
             tokens = decoder.decode(frames, args.steps)
             seconds[mode] = decoder.time_per_token(frames, args.steps)
-        if mode == "shared":
+        if mode == main_mode:
             print(f"device: {device}")
             print(f"tokens: {' '.join(str(t) for t in tokens)}")
     for mode in modes:
-        label = "one copy at the end" if mode == "shared" else "a copy after every step"
-        print(f"{mode:>9}: {seconds[mode] * 1e6:9.1f} us per token ({label})")
+        print(f"{mode:>9}: {seconds[mode] * 1e6:9.1f} us per token ({_LABELS[mode]})")
     if args.compare_sync:
         print(f"    ratio: {seconds['sync_each'] / seconds['shared']:.2f}x faster without a wait per step")
+        if "graph" in seconds:
+            print(f"    graph: {seconds['shared'] / seconds['graph']:.2f}x faster than shared "
+                  f"(one launch per step instead of one per kernel)")
     return 0
 
 
@@ -113,8 +129,11 @@ def parser():
     d.add_argument("--device", choices=["cpu", "cuda"], default=None,
                    help="default: cuda when a GPU is usable, else cpu")
     d.add_argument("--steps", type=int, default=32, help="tokens to decode (default 32)")
+    d.add_argument("--graph", action="store_true",
+                   help="replay each decoder step as a CUDA graph (a GPU only)")
     d.add_argument("--compare-sync", action="store_true",
-                   help="also run with a copy after every step and print both times")
+                   help="run with a copy after every step, with one copy at the end and (on a GPU) with "
+                        "graph replays, and print the times side by side")
     d.set_defaults(func=demo)
 
     i = commands.add_parser("info", help="versions, devices, where the libraries are")

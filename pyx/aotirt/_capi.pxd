@@ -42,6 +42,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
         pass
     ctypedef struct aotirt_handle:
         pass
+    ctypedef struct aotirt_graph:
+        pass
 
     const char* aotirt_last_error_message()
     int aotirt_last_error_cuda_code()
@@ -82,6 +84,7 @@ cdef extern from "aotirt/aotirt.h" nogil:
 
     aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
                                        aotirt_tensor** out)
+    aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out)
     aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src)
     aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index)
     aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, const int64_t* sizes,
@@ -117,3 +120,16 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
+
+    aotirt_status aotirt_graph_capture_feedback(aotirt_handle* h, aotirt_tensor* const* example_inputs, size_t n,
+                                                int warmup, const size_t* feedback, size_t num_feedback,
+                                                aotirt_graph** out)
+    aotirt_status aotirt_graph_replay(aotirt_graph* g, aotirt_tensor* const* inputs, size_t n,
+                                      aotirt_tensor** outputs)
+    size_t aotirt_graph_num_inputs(const aotirt_graph* g)
+    size_t aotirt_graph_num_outputs(const aotirt_graph* g)
+    aotirt_tensor* aotirt_graph_input(const aotirt_graph* g, size_t i)
+    aotirt_tensor* aotirt_graph_output(const aotirt_graph* g, size_t i)
+    bint aotirt_graph_is_closed(const aotirt_graph* g)
+    aotirt_status aotirt_graph_close(aotirt_graph* g)
+    void aotirt_graph_free(aotirt_graph* g)

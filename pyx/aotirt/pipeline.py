@@ -4,13 +4,15 @@ On CUDA the whole loop is queued on one stream: each step's `next_token`
 output is the next step's `token` input without leaving the GPU, each token
 is gathered into a device buffer, and the tokens come back through one copy
 at the end. `sync_each` is the old behaviour, a copy after every step.
+`graph` replays the decoder step as a CUDA graph: one launch per step
+instead of one per kernel, and next_token fed back to token inside the graph.
 """
 
 import time
 
 import aotirt
 
-MODES = ("shared", "sync_each", "separate")
+MODES = ("shared", "sync_each", "separate", "graph")
 
 
 class GreedyDecoder:
@@ -19,24 +21,31 @@ class GreedyDecoder:
     Parameters
     ----------
     device : "cpu" or "cuda:N"
-    mode : "shared", "sync_each" or "separate"
+    mode : "shared", "sync_each", "separate" or "graph"
         shared: both handles on the device's shared stream, one copy at the
         end. sync_each: the same, plus a copy of the token after every step
         (what the reference backend used to do). separate: each handle on a
-        stream of its own (ordered by events), one copy at the end.
+        stream of its own (ordered by events), one copy at the end. graph:
+        as shared, with the decoder step captured once as a CUDA graph (on
+        the first decode) and replayed for every step; a GPU only.
     """
 
     def __init__(self, device="cuda:0", mode="shared"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
+        if mode == "graph" and device == "cpu":
+            raise ValueError("mode 'graph' replays CUDA graphs: it needs a CUDA device, not 'cpu'")
         self.device = device
         self.mode = mode
         own = mode == "separate" and device != "cpu"
         index = 0 if device == "cpu" else int(device.split(":")[1]) if ":" in device else 0
         self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
         self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None)
+        self.graph = None  # the captured decoder step (mode "graph")
 
     def close(self):
+        if self.graph is not None:
+            self.graph.close()
         self.encoder.close()
         self.decoder.close()
 
@@ -59,11 +68,26 @@ class GreedyDecoder:
         stream = getattr(self.decoder, "stream", None)
         token = aotirt.asarray(np.array([start_token], np.int64), self.device, stream=stream)
         tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
+        if self.mode == "graph":
+            return self._decode_by_replays(hidden, token, tokens, steps)
         for i in range(steps):
             _logits, token = self.decoder.run([hidden, token])
             tokens.narrow(0, i, 1).copy_(token)
             if self.mode == "sync_each":
                 token.numpy()
+        return tokens.numpy()  # the one host wait
+
+    def _decode_by_replays(self, hidden, token, tokens, steps):
+        if self.graph is None:
+            # next_token (output 1) becomes token (input 1) inside the graph.
+            self.graph = self.decoder.capture([hidden, token], feedback=[(1, 1)])
+        # The first step copies this utterance's hidden and start token in;
+        # each later step takes the token the previous one fed back.
+        _logits, next_token = self.graph.replay([hidden, token])
+        for i in range(steps):
+            if i:
+                self.graph.replay()
+            tokens.narrow(0, i, 1).copy_(next_token)  # before the next replay rewrites it
         return tokens.numpy()  # the one host wait
 
     def time_per_token(self, frames, steps, repeats=5):

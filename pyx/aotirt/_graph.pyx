@@ -1,0 +1,234 @@
+"""CUDA graphs: one run of a CudaHandle captured once, replayed with one launch.
+
+A decoder step is many small kernels, and each launch costs the host a few
+microseconds; a graph replays all of them for about the cost of one. The
+capture and the replays are the core's (aotirt_graph_*): this module only
+converts arguments and owns the object.
+"""
+
+from libc.stdlib cimport free, malloc
+
+from aotirt._capi cimport (
+    AOTIRT_DEVICE_CUDA, aotirt_graph, aotirt_graph_capture_feedback, aotirt_graph_close, aotirt_graph_free,
+    aotirt_graph_input, aotirt_graph_is_closed, aotirt_graph_num_inputs, aotirt_graph_num_outputs,
+    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index,
+    aotirt_handle_device_type, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_release,
+    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
+)
+from aotirt._errors cimport check
+from aotirt._tensor cimport Tensor, as_input, wrap_tensor
+
+# Replays with at most this many inputs use an array on the C stack.
+cdef enum:
+    INLINE_ARGS = 16
+
+
+cdef Tensor _alias(aotirt_tensor* t):
+    # A Tensor of its own over a static tensor: it stays valid (and keeps the
+    # memory) after the graph is closed.
+    cdef aotirt_tensor* copy = NULL
+    check(aotirt_tensor_alias(t, &copy))
+    return wrap_tensor(copy)
+
+
+cdef list _feedback_pairs(object feedback):
+    if feedback is None:
+        return []
+    try:
+        items = iter(feedback)
+    except TypeError:
+        raise TypeError(f"feedback takes a sequence of (output index, input index) pairs, "
+                        f"got {type(feedback).__name__}") from None
+    pairs = []
+    for item in items:
+        try:
+            output, input = item
+        except (TypeError, ValueError):
+            raise TypeError(f"feedback takes (output index, input index) pairs, got {item!r}") from None
+        for value in (output, input):
+            if isinstance(value, bool) or not isinstance(value, int):
+                raise TypeError(f"feedback takes (output index, input index) pairs of ints, got {item!r}")
+            if value < 0:
+                raise ValueError(f"feedback indices are 0 or more, got {item!r}")
+        pairs.append((output, input))
+    return pairs
+
+
+cdef class Graph:
+    """One run of a :class:`CudaHandle`, captured as a CUDA graph.
+
+    Made by :meth:`CudaHandle.capture`. ``inputs`` are the static inputs:
+    device tensors at fixed addresses that the graph reads; ``outputs`` are
+    the static outputs, the same Tensor objects after every replay, whose
+    data each replay rewrites. Replays run on the handle's stream and never
+    wait for the GPU.
+
+    Examples
+    --------
+    >>> g = decoder.capture([hidden, token], feedback=[(1, 1)])
+    >>> logits, next_token = g.outputs          # the results for [hidden, token]
+    >>> for _ in range(steps):
+    ...     g.replay()                          # next_token became token: the next step
+    """
+
+    def __init__(self, *args, **kwargs):
+        raise TypeError("Graph objects come from CudaHandle.capture(example_inputs)")
+
+    def __dealloc__(self):
+        if self._g is not NULL:
+            # Not a wait: launches still queued run to the end; the graph's
+            # memory goes once no static output Tensor is left.
+            aotirt_graph_free(self._g)
+            self._g = NULL
+        if self._stream is not NULL:
+            aotirt_stream_release(self._stream)
+            self._stream = NULL
+
+    def replay(self, inputs=None):
+        """Run the captured graph once and return :attr:`outputs`.
+
+        Parameters
+        ----------
+        inputs : sequence, optional
+            None (the default): the static inputs as they are (after a
+            feedback copy, the last replay's outputs). Else one per input: a
+            static input itself is taken as it is; anything else (a Tensor,
+            a host array, a DLPack or CUDA-array-interface object) must have
+            the captured dtype and shape (ValueError naming the input) and is
+            copied into the static input on the handle's stream, ordered
+            after its producer, without a host wait.
+
+        Returns
+        -------
+        tuple of Tensor
+            :attr:`outputs`: valid until the next replay rewrites them. Read
+            them (``numpy()``), copy them or feed them to work on the handle's
+            stream before replaying again.
+        """
+        cdef aotirt_status status
+        cdef aotirt_graph* g = self._g
+        if g is NULL:
+            raise ValueError("this Graph was not made by CudaHandle.capture")
+        if inputs is None:
+            with nogil:
+                status = aotirt_graph_replay(g, NULL, 0, NULL)
+            check(status)
+            return self._outputs
+        cdef Py_ssize_t n = len(inputs)
+        cdef aotirt_tensor* inline_in[INLINE_ARGS]
+        cdef aotirt_tensor** c_in = inline_in
+        if n > INLINE_ARGS:
+            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
+            if c_in is NULL:
+                raise MemoryError()
+        # Tensors made from other objects for this call: alive until the
+        # copies into the static inputs are queued.
+        cdef list made = None
+        cdef Tensor t
+        cdef Py_ssize_t i
+        try:
+            for i in range(n):
+                obj = inputs[i]
+                if type(obj) is Tensor:
+                    c_in[i] = (<Tensor>obj)._t
+                    continue
+                t = as_input(obj, i, AOTIRT_DEVICE_CUDA, self._device_index, self._stream)
+                if made is None:
+                    made = []
+                made.append(t)
+                c_in[i] = t._t
+            with nogil:
+                status = aotirt_graph_replay(g, c_in, n, NULL)
+            check(status)
+            return self._outputs
+        finally:
+            if c_in is not inline_in:
+                free(c_in)
+
+    @property
+    def inputs(self):
+        """The static inputs (Tensors), in the model's input order."""
+        return self._inputs
+
+    @property
+    def outputs(self):
+        """The static outputs (Tensors), the same objects after every replay."""
+        return self._outputs
+
+    @property
+    def handle(self):
+        """The handle whose run was captured."""
+        return self._handle
+
+    def close(self):
+        """Destroy the graph. Queued replays still run; nothing waits.
+
+        :attr:`inputs` and :attr:`outputs` stay readable (they hold the last
+        replay's data); replays then raise ValueError. Closing twice does
+        nothing.
+        """
+        cdef aotirt_graph* g = self._g
+        if g is NULL:
+            return
+        with nogil:
+            check(aotirt_graph_close(g))
+
+    @property
+    def closed(self):
+        return self._g is NULL or aotirt_graph_is_closed(self._g)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        if self._g is NULL:
+            return "<aotirt.Graph (not captured)>"
+        state = "closed" if self.closed else f"{len(self._inputs)} inputs, {len(self._outputs)} outputs"
+        return f"<aotirt.Graph of {self._handle.path!r} on cuda:{self._device_index}, {state}>"
+
+
+cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback):
+    if aotirt_handle_device_type(h) != AOTIRT_DEVICE_CUDA:
+        raise TypeError(f"CUDA graphs capture runs of CUDA handles (CudaHandle); {handle!r} runs on the CPU")
+    if isinstance(warmup, bool) or not isinstance(warmup, int):
+        raise TypeError(f"warmup is a number of eager runs (an int), got {type(warmup).__name__}")
+    if warmup < 0 or warmup > 1_000_000:
+        raise ValueError(f"warmup is a number of eager runs from 0 to 1000000, got {warmup}")
+    pairs = _feedback_pairs(feedback)
+    cdef int device_index = aotirt_handle_device_index(h)
+    cdef aotirt_stream* stream = aotirt_handle_stream(h)
+    cdef list examples = [as_input(obj, i, AOTIRT_DEVICE_CUDA, device_index, stream)
+                          for i, obj in enumerate(example_inputs)]
+    cdef size_t n = len(examples)
+    cdef size_t n_pairs = len(pairs)
+    cdef aotirt_tensor** c_in = <aotirt_tensor**>malloc((n if n else 1) * sizeof(aotirt_tensor*))
+    cdef size_t* c_feedback = <size_t*>malloc((2 * n_pairs if n_pairs else 1) * sizeof(size_t))
+    cdef int c_warmup = warmup
+    cdef aotirt_graph* g = NULL
+    cdef aotirt_status status
+    cdef size_t i
+    try:
+        if c_in is NULL or c_feedback is NULL:
+            raise MemoryError()
+        for i in range(n):
+            c_in[i] = (<Tensor>examples[i])._t
+        for i in range(n_pairs):
+            c_feedback[2 * i] = pairs[i][0]
+            c_feedback[2 * i + 1] = pairs[i][1]
+        with nogil:
+            status = aotirt_graph_capture_feedback(h, c_in, n, c_warmup, c_feedback, n_pairs, &g)
+        check(status)
+    finally:
+        free(c_in)
+        free(c_feedback)
+    cdef Graph graph = Graph.__new__(Graph)
+    graph._g = g
+    graph._handle = handle
+    graph._device_index = device_index
+    graph._stream = aotirt_stream_retain(stream)
+    graph._inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
+    graph._outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
+    return graph
