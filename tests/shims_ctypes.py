@@ -103,8 +103,8 @@ def view(base, shape, strides, offset=0, device="cpu", dtype=None):
 
 def dense(array, device="cpu", dtype=None):
     """A contiguous tensor handle of `array`, and its values in float64."""
-    array = np.asarray(array)
-    strides = [s // array.itemsize for s in np.ascontiguousarray(array).strides]
+    array = np.array(array, order="C")   # (np.ascontiguousarray makes 0-d arrays 1-d)
+    strides = [s // array.itemsize for s in array.strides]
     return view(array, array.shape, strides, 0, device, dtype)
 
 

@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <string>
+#include <type_traits>
 
 #include "errors.h"
 #include "tensor.h"
@@ -31,6 +32,25 @@ template <>
 inline __nv_bfloat16 from_double<__nv_bfloat16>(double v) { return __float2bfloat16_rn(static_cast<float>(v)); }
 template <>
 inline bool from_double<bool>(double v) { return v != 0.0; }
+
+// One element type to another as torch's static_cast-style conversions do it
+// (integers stay exact; float16 and bfloat16 go through float).
+template <typename To, typename From>
+inline To cast(From v) {
+  if constexpr (std::is_same_v<From, __half>) {
+    return cast<To>(__half2float(v));
+  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
+    return cast<To>(__bfloat162float(v));
+  } else if constexpr (std::is_same_v<To, __half>) {
+    return __float2half_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
+    return __float2bfloat16_rn(static_cast<float>(v));
+  } else if constexpr (std::is_same_v<To, bool>) {
+    return v != From{};
+  } else {
+    return static_cast<To>(v);
+  }
+}
 
 // Calls fn(T{}) with T the C++ type of `dtype`; false (nothing called) for a
 // dtype without one here.
