@@ -104,7 +104,10 @@ void empty_like_strides(const Tensor& t, int64_t* out) {
 void matching_layout_strides(const Tensor& q, const int64_t* sizes, int64_t* out) {
   bool same = true;
   for (int d = 0; d < 4; ++d) same = same && q.sizes[d] == sizes[d];
-  if (same) return empty_like_strides(q, out);
+  if (same) {
+    empty_like_strides(q, out);
+    return;
+  }
   int64_t order[4] = {0, 1, 2, 3};
   std::stable_sort(order, order + 4, [&](int64_t a, int64_t b) { return q.strides[a] > q.strides[b]; });
   int64_t stride = 1;
@@ -396,7 +399,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     const int64_t two = 2;
     AOTIRT_TRY(aotirt::rng_placeholder(1, &two, &rng_state));
     AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &unused));
-    AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));  // torch.empty(0, dtype=query.dtype)
+    if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));  // torch.empty(0, dtype=query.dtype)
     const Tensor* inputs[3] = {query, key, value};
     AOTIRT_TRY(aotirt::compute(p, inputs, 3, *out, lse.get()));
     aotirt::hand_out(out, ret0);
