@@ -19,8 +19,10 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp", "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
-                "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp"]
+CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp",
+                "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
+                "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
+                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS_CPU = [f"kernels/{k}_cpu.cpp" for k in ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")]

@@ -4,7 +4,7 @@
 #include "aotirt/shim.h"
 
 #include "matmul.h"
-#include "shim_call.h"
+#include "shim_helpers.h"
 
 using aotirt::Tensor;
 

@@ -12,7 +12,7 @@
 
 #include "copy.h"
 #include "errors.h"
-#include "shim_call.h"
+#include "shim_helpers.h"
 #include "stream.h"
 #include "tensor.h"
 
@@ -21,47 +21,16 @@ using aotirt::StorageRef;
 using aotirt::Stream;
 using aotirt::StreamRef;
 using aotirt::Tensor;
+using aotirt::new_tensor;
+using aotirt::null_argument;
 using aotirt::shim;
 
 namespace {
-
-aotirt_status null_argument(const char* name) {
-  return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a required pointer argument is NULL");
-}
 
 aotirt_status check_device_type(int32_t device_type) {
   if (device_type == AOTIRT_DEVICE_CPU || device_type == AOTIRT_DEVICE_CUDA) return AOTIRT_OK;
   return aotirt::fail(AOTIRT_ERROR_VALUE,
                       "device type " + std::to_string(device_type) + " is not supported (cpu 0, cuda 1)");
-}
-
-// A new uninitialised tensor with the given view over fresh storage large
-// enough for it. CUDA memory is ordered on the thread's current stream.
-aotirt_status new_tensor(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
-                         int32_t device_type, int32_t device_index, Tensor** out) {
-  AOTIRT_TRY(check_device_type(device_type));
-  AOTIRT_TRY(aotirt::check_shape(ndim, sizes));
-  size_t itemsize = aotirt::dtype_itemsize(dtype);
-  if (itemsize == 0)
-    return aotirt::fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
-  Tensor view;  // only to measure the extent of the requested strides
-  view.ndim = ndim;
-  view.dtype = dtype;
-  for (int64_t d = 0; d < ndim; ++d) {
-    view.sizes[d] = sizes[d];
-    if (strides && strides[d] < 0)
-      return aotirt::fail(AOTIRT_ERROR_VALUE, "empty_strided: negative strides are not supported");
-  }
-  if (strides)
-    for (int64_t d = 0; d < ndim; ++d) view.strides[d] = strides[d];
-  else
-    aotirt::contiguous_strides(ndim, sizes, view.strides);
-
-  StreamRef stream;
-  if (device_type == AOTIRT_DEVICE_CUDA) AOTIRT_TRY(aotirt::stream_for_device(device_index, &stream));
-  StorageRef storage;
-  AOTIRT_TRY(aotirt::allocate_storage(view.extent_bytes(), device_type, device_index, stream, &storage));
-  return aotirt::make_tensor(std::move(storage), ndim, sizes, view.strides, 0, dtype, std::move(stream), out);
 }
 
 aotirt_status wrap_blob(void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides,
@@ -111,6 +80,34 @@ thread_local bool grad_mode_enabled = false;
 thread_local StreamRef last_stream_handed_out;
 
 }  // namespace
+
+// Declared in shim_helpers.h: the other shim files make their outputs with it.
+aotirt_status aotirt::new_tensor(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype,
+                                 int32_t device_type, int32_t device_index, Tensor** out) {
+  AOTIRT_TRY(check_device_type(device_type));
+  AOTIRT_TRY(aotirt::check_shape(ndim, sizes));
+  size_t itemsize = aotirt::dtype_itemsize(dtype);
+  if (itemsize == 0)
+    return aotirt::fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
+  Tensor view;  // only to measure the extent of the requested strides
+  view.ndim = ndim;
+  view.dtype = dtype;
+  for (int64_t d = 0; d < ndim; ++d) {
+    view.sizes[d] = sizes[d];
+    if (strides && strides[d] < 0)
+      return aotirt::fail(AOTIRT_ERROR_VALUE, "empty_strided: negative strides are not supported");
+  }
+  if (strides)
+    for (int64_t d = 0; d < ndim; ++d) view.strides[d] = strides[d];
+  else
+    aotirt::contiguous_strides(ndim, sizes, view.strides);
+
+  StreamRef stream;
+  if (device_type == AOTIRT_DEVICE_CUDA) AOTIRT_TRY(aotirt::stream_for_device(device_index, &stream));
+  StorageRef storage;
+  AOTIRT_TRY(aotirt::allocate_storage(view.extent_bytes(), device_type, device_index, stream, &storage));
+  return aotirt::make_tensor(std::move(storage), ndim, sizes, view.strides, 0, dtype, std::move(stream), out);
+}
 
 extern "C" {
 
