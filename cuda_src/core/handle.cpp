@@ -2,7 +2,6 @@
 
 #include <dlfcn.h>
 
-#include <deque>
 #include <new>
 #include <utility>
 
@@ -64,30 +63,6 @@ std::string directory_of(const std::string& path) {
   return slash == std::string::npos ? "." : path.substr(0, slash);
 }
 
-// Libraries whose handle closed while their kernels may still be queued.
-// Unloading a library unregisters its kernels, so it waits until the close
-// event has completed, checked without waiting whenever a handle opens or
-// closes.
-struct PendingUnload {
-  void* library;
-  cudaEvent_t closed;
-};
-std::mutex pending_mutex;
-std::deque<PendingUnload> pending_unloads;
-
-void unload_finished_libraries() {
-  std::lock_guard<std::mutex> lock(pending_mutex);
-  while (!pending_unloads.empty()) {
-    PendingUnload& next = pending_unloads.front();
-    cudaError_t state = cudaEventQuery(next.closed);
-    if (state == cudaErrorNotReady) break;
-    (void)cudaGetLastError();
-    cudaEventDestroy(next.closed);
-    dlclose(next.library);
-    pending_unloads.pop_front();
-  }
-}
-
 }  // namespace
 }  // namespace aotirt
 
@@ -116,7 +91,12 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   AOTIRT_TRY(make_runtime_global());
 
   // RTLD_LOCAL: two models may define the same internal symbols.
-  library_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL);
+  // RTLD_NODELETE: a model library is never unmapped, even after its handle
+  // closes. Unloading one is unsafe: its OpenMP worker threads (libgomp, a
+  // dependency that would go with it) may still be spinning, its kernels may
+  // still be queued on a stream, and thread-local destructors may still point
+  // into it. Reopening the same file maps nothing new.
+  library_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
   if (!library_) return fail(AOTIRT_ERROR_AOTI, "cannot load model library " + path_ + ": " + dlerror());
   AOTIRT_TRY(resolve_symbols());
 
@@ -294,14 +274,13 @@ aotirt_status aotirt_handle::close() {
 }
 
 void aotirt_handle::unload_library() {
-  // CPU work is finished when run() returns: nothing can still use the code.
+  // Drops our reference; RTLD_NODELETE keeps the code mapped (see load()).
   dlclose(library_);
 }
 
 namespace aotirt {
 
 aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stream, AotiHandle** out) {
-  unload_finished_libraries();
   int count = 0;
   cudaError_t err = cudaGetDeviceCount(&count);
   if (err != cudaSuccess) return fail_cuda(err, "cudaGetDeviceCount, opening a CUDA handle for " + path);
@@ -362,23 +341,5 @@ void CudaHandle::adopt_output(Tensor& output) {
   if (output.stream.get() != stream_.get()) output.stream = stream_;
 }
 
-void CudaHandle::unload_library() {
-  // Kernels of this library may still be queued: unload it only once the
-  // stream has passed this point, which a later open or close checks.
-  cudaEvent_t closed = nullptr;
-  bool recorded = cudaEventCreateWithFlags(&closed, cudaEventDisableTiming) == cudaSuccess &&
-                  cudaEventRecord(closed, stream_->handle) == cudaSuccess;
-  if (!recorded) {
-    // Without an event we cannot tell when it is safe: keep it loaded.
-    (void)cudaGetLastError();
-    if (closed) cudaEventDestroy(closed);
-    return;
-  }
-  {
-    std::lock_guard<std::mutex> lock(pending_mutex);
-    pending_unloads.push_back({library_, closed});
-  }
-  unload_finished_libraries();
-}
 
 }  // namespace aotirt

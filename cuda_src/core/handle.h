@@ -74,7 +74,7 @@ struct aotirt_handle {
   virtual void after_run() {}
   virtual aotirt_status order_input(aotirt::Tensor&, aotirt::Stream* /*on*/) { return AOTIRT_OK; }
   virtual void adopt_output(aotirt::Tensor&) {}
-  virtual void unload_library();
+  void unload_library();
 
   void* library_ = nullptr;
 
@@ -120,7 +120,6 @@ class CudaHandle : public AotiHandle {
   void after_run() override;
   aotirt_status order_input(Tensor& input, Stream* on) override;
   void adopt_output(Tensor& output) override;
-  void unload_library() override;
 
   StreamRef stream_;
   // What before_run replaced, restored by after_run.

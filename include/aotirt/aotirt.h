@@ -212,9 +212,10 @@ AOTIRT_API aotirt_status aotirt_handle_run(
 // AOTInductorModelUpdateConstantsFromBlob (AotiError when it has none). The
 // blob is read during the call; CUDA copies are queued on the handle's stream.
 AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob);
-// Deletes the model container. The library itself is unloaded only once the
-// work queued by this handle has finished (checked without waiting). A
-// second close does nothing.
+// Deletes the model container; does not wait for queued work, which keeps
+// its memory alive. The library stays mapped for the life of the process
+// (unloading one is unsafe: worker threads, queued kernels). A second close
+// does nothing.
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h);
 // Closes (if needed) and frees the handle object.
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h);
