@@ -104,8 +104,9 @@ def test_strided_keys_and_values():
     q, qr = view(rng.standard_normal(B * H_ * L * E + 1), (B, H_, L, E), (H_ * L * E, L * E, E, 1), 1, DEV, "float16")
     k, kr = view(rng.standard_normal(B * H_ * E * S), (B, H_, S, E), (H_ * E * S, E * S, 1, S), 0, DEV, "float16")
     v, vr = view(rng.standard_normal(H_ * S * E), (B, H_, S, E), (0, S * E, E, 1), 0, DEV, "float16")
-    for call in (efficient, cudnn, flash):
-        check(call(q, k, v, causal=True).ok(), ref.sdpa(qr, kr, vr, causal="top_left"), "float16")
+    # Causal alignment as in test_matches_numpy: flash aligns bottom-right.
+    for call, alignment in ((efficient, "top_left"), (cudnn, "top_left"), (flash, "bottom_right")):
+        check(call(q, k, v, causal=True).ok(), ref.sdpa(qr, kr, vr, causal=alignment), "float16")
 
 
 @pytest.mark.parametrize("shape", [(6, 40), (2, 1, 6, 40), (1, 3, 1, 40), (40,)], ids=str)

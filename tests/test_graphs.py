@@ -162,18 +162,44 @@ def test_10000_replays_keep_device_memory_flat(decoder):
     assert free_before - free_after <= 8 << 20, (free_before, free_after)
 
 
+def graph_memory_in_use():
+    """Bytes of graph allocations alive now (cuda-bindings, not aotirt)."""
+    from cuda.bindings import runtime
+
+    err, value = runtime.cudaDeviceGetGraphMemAttribute(
+        0, runtime.cudaGraphMemAttributeType.cudaGraphMemAttrUsedMemCurrent)
+    assert err == runtime.cudaError_t.cudaSuccess, err
+    return int(value)
+
+
+def trim_graph_memory():
+    # CUDA keeps freed graph memory reserved for the next graph; trimming
+    # hands it back so that what remains is what is really still held.
+    from cuda.bindings import runtime
+
+    (err,) = runtime.cudaDeviceGraphMemTrim(0)
+    assert err == runtime.cudaError_t.cudaSuccess, err
+
+
 @pytest.mark.gpu
 def test_captures_and_closes_do_not_leak_device_memory(add_mul):
     x = np.ones(1 << 16, np.float32)
     for _ in range(5):
         add_mul.capture([x, x, x]).close()
     gc.collect()
-    free_before = device_free_bytes()
+    (add_mul.run([x, x, x])[0]).numpy()     # everything queued so far is done
+    trim_graph_memory()
+    used_before, free_before = graph_memory_in_use(), device_free_bytes()
     for _ in range(50):
         with add_mul.capture([x, x, x]) as g:
             g.replay()
     gc.collect()
-    assert free_before - device_free_bytes() <= 8 << 20
+    (add_mul.run([x, x, x])[0]).numpy()
+    trim_graph_memory()
+    # Every graph allocation of the 50 graphs was freed...
+    assert graph_memory_in_use() <= used_before, (used_before, graph_memory_in_use())
+    # ...and nothing else grows: 50 leaked graphs would hold 50 x 256 KiB outputs.
+    assert free_before - device_free_bytes() <= 8 << 20, (free_before, device_free_bytes())
 
 
 @pytest.mark.gpu

@@ -82,6 +82,15 @@ AOTIRT_API aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aoti
   return AOTIRT_OK;
 }
 
+AOTIRT_API aotirt_status aotirt_stream_adopt_owned(void* cuda_stream, int device, void (*release)(void*),
+                                                   void* release_ctx, aotirt_stream** out) {
+  StreamRef stream = adopt_stream(static_cast<cudaStream_t>(cuda_stream), device);
+  stream->release = release;
+  stream->release_ctx = release_ctx;
+  *out = stream.leak();
+  return AOTIRT_OK;
+}
+
 AOTIRT_API aotirt_stream* aotirt_stream_retain(aotirt_stream* stream) {
   stream->add_ref();
   return stream;

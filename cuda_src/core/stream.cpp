@@ -18,6 +18,7 @@ aotirt_stream::~aotirt_stream() {
   // Neither call waits: CUDA releases the resources once queued work is done.
   if (order_event_) cudaEventDestroy(order_event_);
   if (owned && handle) cudaStreamDestroy(handle);
+  if (release) release(release_ctx);
 }
 
 aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {

@@ -21,6 +21,10 @@ struct aotirt_stream : aotirt::RefCounted {
   int device = 0;
   bool owned = false;   // destroyed by aotirt when the last reference goes
   bool shared = false;  // the device's shared stream: leaves the registry when it dies
+  // An adopted stream's owner, told when the last reference is gone (so that
+  // it keeps the stream alive while aotirt may still record events on it).
+  void (*release)(void*) = nullptr;
+  void* release_ctx = nullptr;
   // Set while a CUDA graph is captured on this stream (graph.cpp): then its
   // allocations and frees become nodes of the graph (graph_memory.h).
   std::atomic<aotirt::CaptureState*> capture{nullptr};

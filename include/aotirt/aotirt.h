@@ -71,6 +71,13 @@ AOTIRT_API aotirt_status aotirt_stream_shared(int device, aotirt_stream** out);
 AOTIRT_API aotirt_status aotirt_stream_create(int device, aotirt_stream** out);
 // Wraps a stream someone else owns (never destroyed by aotirt).
 AOTIRT_API aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out);
+// The same, for a stream that an object owns: `release(release_ctx)` runs
+// when aotirt's last reference to the stream is gone (any thread), so the
+// owner can be kept alive until then. Tensors and storages remember the
+// streams that used them and record events on them when they are freed:
+// their owner must not destroy them before that.
+AOTIRT_API aotirt_status aotirt_stream_adopt_owned(void* cuda_stream, int device, void (*release)(void*),
+                                                   void* release_ctx, aotirt_stream** out);
 AOTIRT_API aotirt_stream* aotirt_stream_retain(aotirt_stream* stream);
 AOTIRT_API void aotirt_stream_release(aotirt_stream* stream);
 AOTIRT_API void* aotirt_stream_handle(const aotirt_stream* stream);

@@ -55,6 +55,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_stream_shared(int device, aotirt_stream** out)
     aotirt_status aotirt_stream_create(int device, aotirt_stream** out)
     aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out)
+    aotirt_status aotirt_stream_adopt_owned(void* cuda_stream, int device, void (*release)(void*) noexcept nogil,
+                                            void* release_ctx, aotirt_stream** out)
     aotirt_stream* aotirt_stream_retain(aotirt_stream* stream)
     void aotirt_stream_release(aotirt_stream* stream)
     void* aotirt_stream_handle(const aotirt_stream* stream)

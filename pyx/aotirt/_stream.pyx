@@ -1,9 +1,10 @@
 """CUDA streams: the per-device shared stream, owned streams, adopted ones."""
 
+from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from libc.stdint cimport uintptr_t
 
 from aotirt._capi cimport (
-    aotirt_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_create,
+    aotirt_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
     aotirt_stream_device, aotirt_stream_handle, aotirt_stream_release, aotirt_stream_shared,
 )
 from aotirt._errors cimport check
@@ -109,7 +110,19 @@ cdef class Stream:
         if c_device < 0:
             raise ValueError(f"device index must be >= 0, got {device}")
         cdef aotirt_stream* s = NULL
-        check(aotirt_stream_adopt(<void*>address, c_device, &s))
+        if isinstance(obj, int):
+            # A bare address: whoever made it keeps it alive (documented).
+            check(aotirt_stream_adopt(<void*>address, c_device, &s))
+            return stream_from_reference(s, obj)
+        # The owner stays alive as long as any tensor or storage of aotirt
+        # may still record an event on its stream, not just as long as this
+        # Python object lives (its stream is destroyed with it).
+        Py_INCREF(obj)
+        try:
+            check(aotirt_stream_adopt_owned(<void*>address, c_device, _release_owner, <void*>obj, &s))
+        except BaseException:
+            Py_DECREF(obj)
+            raise
         return stream_from_reference(s, obj)
 
     cdef aotirt_stream* get(self) except NULL:
@@ -209,6 +222,13 @@ cdef object _stream_device(object obj):
     except Exception:  # a property that needs a context, a closed stream: not told
         pass
     return None
+
+
+cdef void _release_owner(void* owner) noexcept nogil:
+    # Runs when aotirt's last reference to an adopted stream goes, from any
+    # thread, possibly without the GIL.
+    with gil:
+        Py_DECREF(<object>owner)
 
 
 cdef Stream stream_from_reference(aotirt_stream* stream, object owner=None):
