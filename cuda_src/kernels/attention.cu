@@ -58,7 +58,10 @@ int attention(const float* q, const float* k, const float* v, float* out, int64_
   if (dim == 0) return cudaSuccess;
   if (t < 0 || t > kMaxAttentionLength) return cudaErrorInvalidValue;
   const float scale = 1.0f / sqrtf(static_cast<float>(dim));
-  const size_t shared = static_cast<size_t>(t) * sizeof(float);
+  // Rounded up to whole 16-byte vectors: the compiler may read p[] in
+  // vectors of up to four floats (compute-sanitizer saw a 12-byte read past
+  // a 4-byte array at t = 1), which must stay inside the allocation.
+  const size_t shared = static_cast<size_t>((t + 3) / 4 * 4 + 4) * sizeof(float);
   attention_kernel<<<1, kThreads, shared, static_cast<cudaStream_t>(stream)>>>(q, k, v, out, t, dim, scale);
   return cudaGetLastError();
 }
