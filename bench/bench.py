@@ -66,6 +66,21 @@ def bench_dispatch(device, calls, sink):
         emit({"case": "dispatch", "device": device, "api": "python", "calls": calls,
               "us_per_call": round(median_of(once), 3)}, sink)
 
+        # The host's own cost (as the C harness's c_host): batches of 100 runs,
+        # short enough that the launch queue never fills, drained in between
+        # outside the timed region.
+        def host_only(batch=100):
+            elapsed = 0.0
+            for _ in range(calls // batch):
+                start = time.perf_counter()
+                for _ in range(batch):
+                    out = handle.run(inputs)
+                elapsed += time.perf_counter() - start
+                out[0].numpy()
+            return elapsed / (calls // batch * batch) * 1e6
+        emit({"case": "dispatch", "device": device, "api": "python_host", "calls": calls,
+              "us_per_call": round(median_of(host_only), 3)}, sink)
+
 
 def bench_pipeline(sink, steps=128):
     from aotirt.pipeline import GreedyDecoder, demo_frames
