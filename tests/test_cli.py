@@ -79,3 +79,23 @@ def test_bad_arguments_exit_2():
         proc = cli(*args)
         assert proc.returncode == 2, (args, proc.stderr)
         assert "Traceback" not in proc.stderr
+
+
+def test_run_with_weights_matches_the_reference(tmp_path):
+    from aotirt import _layout, reference
+
+    frames = np.random.default_rng(3).standard_normal((_layout.T, _layout.F)).astype(np.float32)
+    np.save(tmp_path / "frames.npy", frames)
+    proc = cli("run", aotirt.models.path("encoder", "cpu"), "--input", str(tmp_path / "frames.npy"),
+               "--weights", aotirt.models.weights("encoder"), "--out", str(tmp_path / "out"))
+    assert proc.returncode == 0, proc.stderr
+    assert f"hidden: shape ({_layout.T}, {_layout.D}) dtype float32" in proc.stdout
+    hidden = np.load(tmp_path / "out" / "hidden.npy")
+    expected = reference.encoder(frames)
+    assert np.linalg.norm(hidden - expected) / np.linalg.norm(expected) < 1e-5
+
+
+def test_run_with_a_missing_weights_file(tmp_path):
+    np.save(tmp_path / "frames.npy", np.zeros((4, 4), np.float32))
+    assert_one_line_error(cli("run", aotirt.models.path("encoder", "cpu"), "--input", str(tmp_path / "frames.npy"),
+                              "--weights", str(tmp_path / "none.weights")), 2, "weights file not found")
