@@ -28,6 +28,11 @@ def find(rows, **match):
     return None
 
 
+def section(title, intro, columns):
+    """A report section's opening lines: heading, what it measures, table header."""
+    return [f"## {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
+
+
 def fmt(value, digits=2):
     return "–" if value is None else f"{value:.{digits}f}"
 
@@ -44,8 +49,8 @@ def main():
            f"{gpu_line()}, {datetime.date.today().isoformat()}. Each figure is the median "
            "of 7 repetitions after warm-up; ratios compare figures of this same run.", ""]
 
-    out += ["## dispatch", "", "Host time per `run` of add_mul (3 inputs of one float32, one output).", "",
-            "| device | api | us per call |", "| --- | --- | --- |"]
+    out += section("dispatch", "Host time per `run` of add_mul (3 inputs of one float32, one output).",
+                       ['device', 'api', 'us per call'])
     for row in rows:
         if row["case"] == "dispatch":
             out.append(f"| {row['device']} | {row['api']} | {fmt(row['us_per_call'], 3)} |")
@@ -69,8 +74,8 @@ def main():
 
     pipeline = [r for r in rows if r["case"] == "pipeline"]
     if pipeline:
-        out += ["## pipeline", "", "Encoder once, then greedy decoder steps.", "",
-                "| api | mode | steps | tokens per s | vs sync_each |", "| --- | --- | --- | --- | --- |"]
+        out += section("pipeline", "Encoder once, then greedy decoder steps.",
+                       ['api', 'mode', 'steps', 'tokens per s', 'vs sync_each'])
         for row in pipeline:
             base = find(rows, case="pipeline", api=row["api"], mode="sync_each")
             ratio = row["tokens_per_s"] / base["tokens_per_s"] if base else None
@@ -95,8 +100,8 @@ def main():
 
     copies = [r for r in rows if r["case"] == "copy"]
     if copies:
-        out += ["## copy", "", "Device to host through the copy routine (includes the wait).", "",
-                "| api | memory | bytes | us | GB/s |", "| --- | --- | --- | --- | --- |"]
+        out += section("copy", "Device to host through the copy routine (includes the wait).",
+                       ['api', 'memory', 'bytes', 'us', 'GB/s'])
         for row in copies:
             out.append(f"| {row.get('api', 'python')} | {row['memory']} | {int(row['bytes'])} | {fmt(row['us'])} | "
                        f"{fmt(row['GBps'])} |")
@@ -104,8 +109,8 @@ def main():
 
     imports = [r for r in rows if r["case"] == "import"]
     if imports:
-        out += ["## import", "", "`python -X importtime -c 'import X'`, cumulative, median of 7 fresh processes.", "",
-                "| module | ms |", "| --- | --- |"]
+        out += section("import", "`python -X importtime -c 'import X'`, cumulative, median of 7 fresh processes.",
+                       ['module', 'ms'])
         for row in imports:
             out.append(f"| {row['module']} | {row['us'] / 1000:.2f} |")
         ours, numpy = find(rows, case="import", module="aotirt"), find(rows, case="import", module="numpy")
@@ -116,8 +121,8 @@ def main():
 
     anchors = [r for r in rows if r["case"] == "anchor"]
     if anchors:
-        out += ["## anchors", "", "Host time per call of what users would otherwise use, same GPU, same run.", "",
-                "| what | via | us per call | note |", "| --- | --- | --- | --- |"]
+        out += section("anchors", "Host time per call of what users would otherwise use, same GPU, same run.",
+                       ['what', 'via', 'us per call', 'note'])
         for row in anchors:
             out.append(f"| {row['what']} | {row['via']} | {fmt(row.get('us_per_call'), 3)} | {row.get('note', '')} |")
         out.append("")

@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 
 import aotirt
+from test_gpu_handle import cuda_path, handle  # noqa: F401  (fixtures shared with the handle tests)
 from helpers import assert_add_mul_close, random_inputs
 
 pytestmark = pytest.mark.gpu
@@ -39,16 +40,6 @@ def cupy():
 def numba_cuda():
     return pytest.importorskip("numba.cuda", reason="the Numba interop tests need numba-cuda")
 
-
-@pytest.fixture
-def cuda_path():
-    return aotirt.models.path("add_mul", "cuda")
-
-
-@pytest.fixture
-def handle(cuda_path):
-    with aotirt.CudaHandle(cuda_path) as h:
-        yield h
 
 
 class CAIOnly:
