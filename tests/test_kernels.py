@@ -24,17 +24,21 @@ from helpers import models_folder, relative_error, run_python
 
 EPS = float(np.finfo(np.float32).eps)
 DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
-SIZES = [1, 17, 33, 100, 257]  # the tile is 16: none but 1 fits it evenly
-NAMES = ["matmul", "conv1d_k3", "gelu", "add", "layer_norm", "attention", "argmax", "embedding"]
+# The tile is 16 and the skinny kernel's column group 32: none but 1 fits
+# them evenly. m up to 64 takes the skinny kernel (warps split k), 100 and
+# 257 the tiled one.
+SIZES = [1, 17, 33, 100, 257]
+NAMES = ["matmul", "matmul_gelu", "conv1d_k3", "gelu", "add", "layer_norm", "attention", "argmax", "embedding"]
 
 P, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 SIGNATURES = {
     "matmul": [P, P, P, P, I64, I64, I64, P],
+    "matmul_gelu": [P, P, P, P, I64, I64, I64, P],
     "conv1d_k3": [P, P, P, P, I64, I64, I64, P],
     "gelu": [P, P, I64, P],
     "add": [P, P, P, I64, P],
     "layer_norm": [P, P, P, P, I64, I64, F32, P],
-    "attention": [P, P, P, P, I64, I64, P],
+    "attention": [P, P, P, P, P, I64, I64, P],
     "argmax": [P, I64, P, P],
     "embedding": [P, P, P, I64, I64, P],
 }
@@ -111,6 +115,52 @@ def test_matmul_any_size(k, m):
             exact = a.astype(np.float64) @ b + (bias if bias is not None else 0)
             error = np.abs(out.numpy() - exact)
             assert np.all(error <= matmul_bound(a, b, bias, kdim)), (m, n, kdim, error.max())
+
+
+@pytest.mark.parametrize("m,n,kdim", [(1, 256, 256), (64, 256, 256), (1, 512, 256), (1, 1024, 512),
+                                      (64, 1024, 512), (65, 40, 300), (8, 31, 1000)])
+def test_matmul_model_sizes(k, m, n, kdim):
+    # The decoder's and encoder's shapes, the skinny kernel's largest height
+    # (64), the tiled kernel's smallest (65), and a long k split over warps.
+    rng = np.random.default_rng(m * n + kdim)
+    a = rng.standard_normal((m, kdim)).astype(np.float32)
+    b = rng.standard_normal((kdim, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    out = k.put(np.full((m, n), np.nan, np.float32))  # every element must be written
+    k.matmul(k.put(a), k.put(b), k.put(bias), out, m, n, kdim)
+    error = np.abs(out.numpy() - (a.astype(np.float64) @ b + bias))
+    assert np.all(error <= matmul_bound(a, b, bias, kdim)), error.max()
+
+
+@pytest.mark.parametrize("m,n,kdim", [(1, 512, 256), (17, 33, 100), (100, 257, 17), (1, 1, 0)])
+def test_matmul_gelu(k, m, n, kdim):
+    from aotirt.reference import gelu
+
+    rng = np.random.default_rng(m + n + kdim)
+    a = rng.standard_normal((m, kdim)).astype(np.float32)
+    b = rng.standard_normal((kdim, n)).astype(np.float32)
+    bias = rng.standard_normal(n).astype(np.float32)
+    out = k.put(np.full((m, n), np.nan, np.float32))
+    k.matmul_gelu(k.put(a), k.put(b), k.put(bias), out, m, n, kdim)
+    z = a.astype(np.float64) @ b + bias
+    # GELU's slope stays within [-0.13, 1.13]: the product's error passes
+    # through at most 1.13 times, then GELU's own few eps of |z| (test_gelu).
+    bound = 1.13 * matmul_bound(a, b, bias, kdim) + 8 * EPS * np.abs(z) + 1e-38
+    error = np.abs(out.numpy() - gelu(z))
+    assert np.all(error <= bound), error.max()
+
+
+def test_matmul_gelu_equals_matmul_then_gelu(k):
+    # The fused kernel rounds as the two kernels in a row do: bit for bit.
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((1, 256)).astype(np.float32)
+    b = rng.standard_normal((256, 512)).astype(np.float32)
+    bias = rng.standard_normal(512).astype(np.float32)
+    fused, apart = k.empty((1, 512)), k.empty((1, 512))
+    k.matmul_gelu(k.put(a), k.put(b), k.put(bias), fused, 1, 512, 256)
+    k.matmul(k.put(a), k.put(b), k.put(bias), apart, 1, 512, 256)
+    k.gelu(apart, apart, 512)
+    np.testing.assert_array_equal(fused.numpy(), apart.numpy())
 
 
 def test_matmul_empty_sizes(k):
@@ -222,11 +272,28 @@ def test_attention(k, t, dim):
     keys = rng.standard_normal((t, dim)).astype(np.float32)
     values = rng.standard_normal((t, dim)).astype(np.float32)
     out = k.empty((dim,))
-    k.attention(k.put(q), k.put(keys), k.put(values), out, t, dim)
+    k.attention(k.put(q), k.put(keys), k.put(values), None, out, t, dim)
     if t == 0:
         np.testing.assert_array_equal(out.numpy(), np.zeros(dim, np.float32))
     else:
         assert relative_error(out.numpy(), attention(q, keys, values)) < 1e-5
+
+
+@pytest.mark.parametrize("t,dim", [(0, 8), (1, 3), (64, 256), (300, 700)])
+def test_attention_adds_the_residual(k, t, dim):
+    from aotirt.reference import attention
+
+    rng = np.random.default_rng(3 * t + dim)
+    q = rng.standard_normal(dim).astype(np.float32)
+    keys = rng.standard_normal((t, dim)).astype(np.float32)
+    values = rng.standard_normal((t, dim)).astype(np.float32)
+    residual = rng.standard_normal(dim).astype(np.float32)
+    out = k.put(np.full(dim, np.nan, np.float32))
+    k.attention(k.put(q), k.put(keys), k.put(values), k.put(residual), out, t, dim)
+    if t == 0:
+        np.testing.assert_array_equal(out.numpy(), residual)
+    else:
+        assert relative_error(out.numpy(), residual + attention(q, keys, values)) < 1e-5
 
 
 def test_attention_softmax_is_max_subtracted(k):
@@ -240,7 +307,7 @@ def test_attention_softmax_is_max_subtracted(k):
     keys = rng.standard_normal((t, dim)).astype(np.float32)
     values = rng.standard_normal((t, dim)).astype(np.float32)
     out = k.empty((dim,))
-    k.attention(k.put(q), k.put(keys), k.put(values), out, t, dim)
+    k.attention(k.put(q), k.put(keys), k.put(values), None, out, t, dim)
     result = out.numpy()
     assert np.all(np.isfinite(result))
     assert relative_error(result, attention(q, keys, values)) < 1e-5

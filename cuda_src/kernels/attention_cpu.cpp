@@ -6,9 +6,9 @@
 namespace kernels {
 namespace cpu {
 
-int attention(const float* q, const float* k, const float* v, float* out, int64_t t, int64_t dim,
-              void* /*stream*/) {
-  for (int64_t d = 0; d < dim; ++d) out[d] = 0.0f;
+int attention(const float* q, const float* k, const float* v, const float* residual, float* out, int64_t t,
+              int64_t dim, void* /*stream*/) {
+  for (int64_t d = 0; d < dim; ++d) out[d] = residual ? residual[d] : 0.0f;
   if (t == 0) return 0;
   const float scale = 1.0f / std::sqrt(static_cast<float>(dim));
   std::vector<float> p(static_cast<size_t>(t));
@@ -29,7 +29,8 @@ int attention(const float* q, const float* k, const float* v, float* out, int64_
   for (int64_t d = 0; d < dim; ++d) {
     float acc = 0.0f;
     for (int64_t i = 0; i < t; ++i) acc += p[i] * v[i * dim + d];
-    out[d] = acc * inv;
+    const float context = acc * inv;
+    out[d] = residual ? residual[d] + context : context;
   }
   return 0;
 }

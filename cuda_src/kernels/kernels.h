@@ -22,6 +22,10 @@ namespace cpu {
 int matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
            void* stream);
 
+// c = gelu(a @ b + bias): matmul and gelu in one pass (one launch on a GPU).
+int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                void* stream);
+
 // Convolution over time, kernel 3, padding 1, stride 1 (torch's Conv1d on
 // x.T): out[t, o] = bias[o] + sum over c, j of w[o, c, j] * x[t + j - 1, c],
 // with x [t, cin], w [cout, cin, 3], out [t, cout]; rows outside x count as
@@ -40,10 +44,12 @@ int add(const float* a, const float* b, float* out, int64_t n, void* stream);
 int layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t cols,
                float eps, void* stream);
 
-// One query against t keys: out = sum over i of p_i v[i], with
-// p = softmax(k[i] . q / sqrt(dim)) computed max-subtracted. q [dim],
-// k and v [t, dim], out [dim]. t == 0 gives zeros.
-int attention(const float* q, const float* k, const float* v, float* out, int64_t t, int64_t dim, void* stream);
+// One query against t keys: out = residual + sum over i of p_i v[i], with
+// p = softmax(k[i] . q / sqrt(dim)) computed max-subtracted. q, residual and
+// out [dim], k and v [t, dim]; residual may be null (counts as zeros), out
+// must not overlap the inputs. t == 0 gives the residual.
+int attention(const float* q, const float* k, const float* v, const float* residual, float* out, int64_t t,
+              int64_t dim, void* stream);
 
 // out[0] = index of the largest x: the first one on ties, and NaN counts as
 // the largest (numpy's argmax). -1 when n == 0.
@@ -62,6 +68,8 @@ namespace cuda {
 
 int matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
            void* stream);
+int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                void* stream);
 int conv1d_k3(const float* x, const float* w, const float* bias, float* out, int64_t t, int64_t cin,
               int64_t cout, void* stream);
 int gelu(const float* x, float* y, int64_t n, void* stream);
@@ -69,11 +77,14 @@ int add(const float* a, const float* b, float* out, int64_t n, void* stream);
 int layer_norm(const float* x, const float* gamma, const float* beta, float* out, int64_t rows, int64_t cols,
                float eps, void* stream);
 // t is at most kMaxAttentionLength: the scores stay in shared memory.
-int attention(const float* q, const float* k, const float* v, float* out, int64_t t, int64_t dim, void* stream);
+int attention(const float* q, const float* k, const float* v, const float* residual, float* out, int64_t t,
+              int64_t dim, void* stream);
 int argmax(const float* x, int64_t n, int64_t* out, void* stream);
 int embedding(const float* table, const int64_t* token, float* out, int64_t vocab, int64_t dim, void* stream);
 
-constexpr int64_t kMaxAttentionLength = 8192;  // 32 KiB of scores, within the 48 KiB a block gets by default
+// 32 KiB of scores, plus 4 KiB of partial sums, within the 48 KiB of shared
+// memory a block gets by default.
+constexpr int64_t kMaxAttentionLength = 8192;
 
 }  // namespace cuda
 }  // namespace kernels

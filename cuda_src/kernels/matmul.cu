@@ -1,5 +1,15 @@
+// c = a @ b (+ bias) (then GELU), two ways by the height of a:
+//
+// - Skinny (m <= kSkinnyMaxRows: the decoder's one-row products and its
+//   64-row key/value projections). Tiles of 16 x 16 would give such a
+//   product few blocks and a long chain of dependent loads (k / 16 rounds,
+//   each a trip to L2 and two barriers), and a decoder step is a chain of
+//   them. Instead each warp takes 32 columns and a share of k; the shares are
+//   summed once in shared memory at the end.
+// - Tiled (taller a): 16 x 16 tiles of c staged through shared memory.
 #include <cuda_runtime.h>
 
+#include "gelu.h"
 #include "kernels.h"
 
 namespace kernels {
@@ -7,14 +17,74 @@ namespace cuda {
 namespace {
 
 constexpr int kTile = 16;
+constexpr int kSkinnyCols = 32;     // a warp's lanes: consecutive columns, so rows of b load in whole lines
+constexpr int kSkinnySlices = 16;   // warps per block, each summing every 16th k
+constexpr int kSkinnyRows = 8;      // rows of c per block when m > 1
+constexpr int64_t kSkinnyMaxRows = 64;
+
+enum class Epilogue { kNone, kGelu };
+
+template <Epilogue kEpilogue>
+__device__ __forceinline__ float finish(float acc, const float* bias, int64_t col) {
+  const float v = bias ? acc + bias[col] : acc;
+  return kEpilogue == Epilogue::kGelu ? gelu_tanh(v) : v;
+}
+
+// Block (kSkinnyCols, kSkinnySlices); grid (column groups, row groups of
+// kRows). Thread (lane, slice) sums a[r, l] * b[l, col] over l = slice,
+// slice + 16, ... for its kRows rows r: all lanes read the same a[r, l] (one
+// broadcast) and consecutive b[l, col]. Every l is summed by exactly one
+// slice, and the slices' sums are added in slice order.
+template <int kRows, Epilogue kEpilogue>
+__global__ void skinny_matmul_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                                     const float* __restrict__ bias, float* __restrict__ c, int64_t m, int64_t n,
+                                     int64_t k) {
+  __shared__ float partial[kSkinnySlices][kRows][kSkinnyCols];
+  const int lane = threadIdx.x;
+  const int slice = threadIdx.y;
+  const int64_t col = static_cast<int64_t>(blockIdx.x) * kSkinnyCols + lane;
+  const int64_t row0 = static_cast<int64_t>(blockIdx.y) * kRows;
+  const int rows = static_cast<int>(m - row0 < kRows ? m - row0 : kRows);
+
+  float acc[kRows];
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
+  if (col < n) {
+#pragma unroll 4
+    for (int64_t l = slice; l < k; l += kSkinnySlices) {
+      const float b_lc = b[l * n + col];
+#pragma unroll
+      for (int r = 0; r < kRows; ++r)
+        if (r < rows) acc[r] = fmaf(a[(row0 + r) * k + l], b_lc, acc[r]);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kRows; ++r) partial[slice][r][lane] = acc[r];
+  __syncthreads();
+
+  // The first kRows * 32 threads each finish one element of the block's tile.
+  const int flat = slice * kSkinnyCols + lane;
+  if (flat < kRows * kSkinnyCols) {
+    const int r = flat / kSkinnyCols;
+    const int lane_r = flat % kSkinnyCols;
+    const int64_t col_r = static_cast<int64_t>(blockIdx.x) * kSkinnyCols + lane_r;
+    if (r < rows && col_r < n) {
+      float sum = 0.0f;
+#pragma unroll
+      for (int s = 0; s < kSkinnySlices; ++s) sum += partial[s][r][lane_r];
+      c[(row0 + r) * n + col_r] = finish<kEpilogue>(sum, bias, col_r);
+    }
+  }
+}
 
 // One kTile x kTile block of c per thread block, one element per thread.
 // Tiles of a and b are staged in shared memory; elements outside the
 // matrices load as zero, so sizes need not be multiples of the tile (the
 // zero products add exactly nothing), and only in-range elements are stored.
-__global__ void matmul_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                              const float* __restrict__ bias, float* __restrict__ c, int64_t m, int64_t n,
-                              int64_t k) {
+template <Epilogue kEpilogue>
+__global__ void tiled_matmul_kernel(const float* __restrict__ a, const float* __restrict__ b,
+                                    const float* __restrict__ bias, float* __restrict__ c, int64_t m, int64_t n,
+                                    int64_t k) {
   __shared__ float a_tile[kTile][kTile];
   __shared__ float b_tile[kTile][kTile];
   const int tx = threadIdx.x;  // column within the tile
@@ -32,21 +102,46 @@ __global__ void matmul_kernel(const float* __restrict__ a, const float* __restri
     for (int p = 0; p < kTile; ++p) acc = fmaf(a_tile[ty][p], b_tile[p][tx], acc);
     __syncthreads();  // the tiles are overwritten next round
   }
-  if (row < m && col < n) c[row * n + col] = bias ? acc + bias[col] : acc;
+  if (row < m && col < n) c[row * n + col] = finish<kEpilogue>(acc, bias, col);
+}
+
+template <Epilogue kEpilogue>
+int launch_matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                  void* stream) {
+  if (m == 0 || n == 0) return cudaSuccess;
+  const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  if (m <= kSkinnyMaxRows) {
+    const int64_t col_groups = (n + kSkinnyCols - 1) / kSkinnyCols;
+    if (col_groups > 0x7fffffff) return cudaErrorInvalidValue;  // grid limit
+    const dim3 block(kSkinnyCols, kSkinnySlices);
+    if (m == 1) {
+      skinny_matmul_kernel<1, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), 1), block, 0, s>>>(
+          a, b, bias, c, m, n, k);
+    } else {
+      const unsigned row_groups = static_cast<unsigned>((m + kSkinnyRows - 1) / kSkinnyRows);
+      skinny_matmul_kernel<kSkinnyRows, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), row_groups),
+                                                     block, 0, s>>>(a, b, bias, c, m, n, k);
+    }
+    return cudaGetLastError();
+  }
+  const int64_t row_tiles = (m + kTile - 1) / kTile;
+  const int64_t col_tiles = (n + kTile - 1) / kTile;
+  if (row_tiles > 65535 || col_tiles > 0x7fffffff) return cudaErrorInvalidValue;  // grid limits
+  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles));
+  tiled_matmul_kernel<kEpilogue><<<grid, dim3(kTile, kTile), 0, s>>>(a, b, bias, c, m, n, k);
+  return cudaGetLastError();
 }
 
 }  // namespace
 
 int matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
            void* stream) {
-  if (m == 0 || n == 0) return cudaSuccess;
-  const int64_t row_tiles = (m + kTile - 1) / kTile;
-  const int64_t col_tiles = (n + kTile - 1) / kTile;
-  if (row_tiles > 65535 || col_tiles > 0x7fffffff) return cudaErrorInvalidValue;  // grid limits
-  dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles));
-  dim3 block(kTile, kTile);
-  matmul_kernel<<<grid, block, 0, static_cast<cudaStream_t>(stream)>>>(a, b, bias, c, m, n, k);
-  return cudaGetLastError();
+  return launch_matmul<Epilogue::kNone>(a, b, bias, c, m, n, k, stream);
+}
+
+int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
+                void* stream) {
+  return launch_matmul<Epilogue::kGelu>(a, b, bias, c, m, n, k, stream);
 }
 
 }  // namespace cuda

@@ -1,5 +1,6 @@
 #include <cuda_runtime.h>
 
+#include "gelu.h"
 #include "kernels.h"
 #include "reduce.cuh"
 
@@ -11,12 +12,9 @@ constexpr int kThreads = 256;
 
 // No __restrict__: both kernels may run in place.
 __global__ void gelu_kernel(const float* x, float* y, int64_t n) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
   const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + tanhf(k * (v + 0.044715f * v * v * v)));
-  }
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step)
+    y[i] = gelu_tanh(x[i]);
 }
 
 __global__ void add_kernel(const float* a, const float* b, float* out, int64_t n) {

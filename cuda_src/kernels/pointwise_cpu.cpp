@@ -1,16 +1,11 @@
-#include <cmath>
-
+#include "gelu.h"
 #include "kernels.h"
 
 namespace kernels {
 namespace cpu {
 
 int gelu(const float* x, float* y, int64_t n, void* /*stream*/) {
-  const float k = 0.7978845608028654f;  // sqrt(2 / pi)
-  for (int64_t i = 0; i < n; ++i) {
-    const float v = x[i];
-    y[i] = 0.5f * v * (1.0f + std::tanh(k * (v + 0.044715f * v * v * v)));
-  }
+  for (int64_t i = 0; i < n; ++i) y[i] = gelu_tanh(x[i]);
   return 0;
 }
 

@@ -17,6 +17,11 @@ KERNEL_API int aotirt_kernel_matmul(const float* a, const float* b, const float*
   return k::matmul(a, b, bias, c, m, n, kdim, stream);
 }
 
+KERNEL_API int aotirt_kernel_matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m,
+                                         int64_t n, int64_t kdim, void* stream) {
+  return k::matmul_gelu(a, b, bias, c, m, n, kdim, stream);
+}
+
 KERNEL_API int aotirt_kernel_conv1d_k3(const float* x, const float* w, const float* bias, float* out, int64_t t,
                                        int64_t cin, int64_t cout, void* stream) {
   return k::conv1d_k3(x, w, bias, out, t, cin, cout, stream);
@@ -35,9 +40,9 @@ KERNEL_API int aotirt_kernel_layer_norm(const float* x, const float* gamma, cons
   return k::layer_norm(x, gamma, beta, out, rows, cols, eps, stream);
 }
 
-KERNEL_API int aotirt_kernel_attention(const float* q, const float* kmat, const float* v, float* out, int64_t t,
-                                       int64_t dim, void* stream) {
-  return k::attention(q, kmat, v, out, t, dim, stream);
+KERNEL_API int aotirt_kernel_attention(const float* q, const float* kmat, const float* v, const float* residual,
+                                       float* out, int64_t t, int64_t dim, void* stream) {
+  return k::attention(q, kmat, v, residual, out, t, dim, stream);
 }
 
 KERNEL_API int aotirt_kernel_argmax(const float* x, int64_t n, int64_t* out, void* stream) {
