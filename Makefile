@@ -47,6 +47,7 @@ bench: build
 run-bench: $(HARNESS)
 	$(HARNESS) --models $(PKG)/models | tee $(RESULTS)
 	$(PY) bench/bench.py --out $(RESULTS)
+	$(PY) bench/kernel_times.py --out $(RESULTS)
 	$(PY) bench/report.py $(RESULTS) --command "make bench" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.

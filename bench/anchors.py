@@ -72,10 +72,20 @@ def torch_add_out():
 
 
 def torch_aoti_runner(package, single_threaded):
-    # aoti_load_package first; the tests' cache drops the generated .cpp that
-    # it looks for, so then torch's container runner on the library itself.
+    # The package is built with link_libtorch=False, as aotirt needs: its
+    # aoti_torch_* references are left for the loading process to provide.
+    # torch has them, but Python opened libtorch with RTLD_LOCAL, so dlopen
+    # cannot see them ("undefined symbol: aoti_torch_layout_strided");
+    # re-opening the already loaded libraries with RTLD_GLOBAL publishes them
+    # and torch's own runner can load the very same library aotirt runs.
+    # aoti_load_package first; should it fail, torch's container runner on
+    # the library itself.
     return _TIMING + textwrap.dedent(f"""
-        import glob, os, tempfile, zipfile, numpy as np, torch
+        import ctypes, glob, os, tempfile, zipfile, numpy as np, torch
+        torch_lib = os.path.join(os.path.dirname(torch.__file__), "lib")
+        for name in ("libc10.so", "libtorch_cpu.so", "libc10_cuda.so", "libtorch_cuda.so"):
+            if os.path.exists(os.path.join(torch_lib, name)):
+                ctypes.CDLL(os.path.join(torch_lib, name), mode=os.RTLD_GLOBAL | os.RTLD_NOLOAD)
         x = torch.from_numpy(np.load({package!r}.replace("model.pt2", "input0.npy"))).cuda()
         label = "torch aoti_load_package"
         try:

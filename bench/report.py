@@ -28,6 +28,35 @@ def find(rows, **match):
     return None
 
 
+def kernel_times_section(rows):
+    """The decoder step's kernels, one by one (bench/kernel_times.py), against a graph step."""
+    times = [r for r in rows if r["case"] == "kernel_times"]
+    if not times:
+        return []
+    notes = [r["note"] for r in times if "note" in r]
+    if notes:
+        return [f"Kernel times: not measured ({notes[0]}).", ""]
+    out = ["GPU time of each kernel of a decoder step (Nsight Compute, median over steps, caches warm):", "",
+           "| # | kernel | GPU us |", "| --- | --- | --- |"]
+    total = None
+    for row in times:
+        if row["position"] == "sum":
+            total = row
+        else:
+            out.append(f"| {row['position']} | `{row['kernel']}` | {row['gpu_us']:.2f} |")
+    if total:
+        out.append(f"| | sum of {total['kernels']} kernels | {total['gpu_us']:.2f} |")
+        out.append("")
+        for api in ("c", "python"):
+            graph = find(rows, case="pipeline", api=api, mode="graph")
+            if graph:
+                out.append(f"{api}: a graph step, end to end, over the sum of its kernels' GPU times: "
+                           f"{graph['us_per_token'] / total['gpu_us']:.2f}x ({graph['us_per_token']:.2f} against "
+                           f"{total['gpu_us']:.2f} us; target: within 1.2x).")
+    out.append("")
+    return out
+
+
 def section(title, intro, columns):
     """A report section's opening lines: heading, what it measures, table header."""
     return [f"## {title}", "", intro, "", "| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
@@ -97,6 +126,7 @@ def main():
                     line += " (the host did not keep the queue full: GPU figures include host gaps)"
                 out.append(line + ".")
         out.append("")
+        out += kernel_times_section(rows)
 
     copies = [r for r in rows if r["case"] == "copy"]
     if copies:

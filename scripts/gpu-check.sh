@@ -44,8 +44,20 @@ rows = [json.loads(line) for line in open(sys.argv[1])]
 print(" ".join(f"{r['device']}/{r['api']}={r['us_per_call']:.2f}us" for r in rows if r["case"] == "dispatch"))
 PYEOF
 )
+pipeline=$("$PY" - "$LOGS/bench.jsonl" <<'PYEOF'
+import json, sys
+rows = [json.loads(line) for line in open(sys.argv[1])]
+tps = {(r["api"], r["mode"]): r["tokens_per_s"] for r in rows if r["case"] == "pipeline"}
+parts = []
+for api in ("c", "python"):
+    if (api, "shared") in tps and (api, "sync_each") in tps and (api, "graph") in tps:
+        parts.append(f"{api}: shared/sync_each={tps[api, 'shared'] / tps[api, 'sync_each']:.2f}x "
+                     f"graph/shared={tps[api, 'graph'] / tps[api, 'shared']:.2f}x")
+print("; ".join(parts))
+PYEOF
+)
 
 status=PASSED
 [ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] || status=FAILED
-echo "gpu-check: $status | tests: $tests_line | dispatch: $dispatch | import aotirt: ${import_us} us"
+echo "gpu-check: $status | tests: $tests_line | dispatch: $dispatch | pipeline: $pipeline | import aotirt: ${import_us} us"
 [ "$status" = PASSED ]

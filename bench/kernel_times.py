@@ -1,0 +1,100 @@
+"""GPU time of each kernel of a decoder step, from Nsight Compute (ncu).
+
+A graph step is measured against the sum of its kernels' own GPU times
+(issue 8's second target). Events around one small kernel would also count
+the GPU's gap before it starts; ncu reads each kernel's duration from the
+hardware, one kernel at a time, with the caches left warm (as in the steady
+decode loop) and the clocks as the card runs them.
+
+    python3 bench/kernel_times.py --out results.jsonl    # on a GPU machine with ncu
+
+Appends one JSON row per kernel position of the step and one for the step's
+sum; prints them too. Exits 0 with a note row when ncu is missing or fails:
+the figure is then absent from the report, never guessed.
+"""
+
+import argparse
+import csv
+import io
+import json
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+
+STEPS = 24          # decoder steps profiled; the first few are dropped as warm-up
+WARMUP_STEPS = 4
+
+DRIVER = f"""
+import aotirt
+from aotirt.pipeline import GreedyDecoder, demo_frames
+with GreedyDecoder("cuda:0", "shared") as decoder:
+    decoder.decode(demo_frames(), {STEPS})
+"""
+
+
+def emit(row, out):
+    line = json.dumps(row)
+    print(line)
+    if out:
+        with open(out, "a") as f:
+            f.write(line + "\n")
+
+
+def profile(ncu):
+    """(kernel name, duration in ns) of every kernel launched by DRIVER, in launch order."""
+    command = [ncu, "--csv", "--metrics", "gpu__time_duration.sum", "--cache-control", "none",
+               "--clock-control", "none", sys.executable, "-c", DRIVER]
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
+    if proc.returncode != 0:
+        raise RuntimeError(f"ncu exited {proc.returncode}: {(proc.stderr or proc.stdout).strip()[-300:]}")
+    header = proc.stdout.find('"ID"')
+    if header < 0:
+        raise RuntimeError(f"ncu printed no table: {proc.stdout.strip()[-300:]}")
+    kernels = []
+    for row in csv.DictReader(io.StringIO(proc.stdout[header:])):
+        if row.get("Metric Name") != "gpu__time_duration.sum":
+            continue
+        value = float(row["Metric Value"].replace(",", ""))
+        scale = {"nsecond": 1.0, "usecond": 1e3, "msecond": 1e6}.get(row.get("Metric Unit"), 1.0)
+        kernels.append((row["Kernel Name"], value * scale))
+    return kernels
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="JSON lines file to append to")
+    parser.add_argument("--kernels-per-step", type=int, default=8,
+                        help="launches per decoder step (cuda_src/models/decoder.cpp)")
+    args = parser.parse_args()
+    ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
+    if ncu is None:
+        emit({"case": "kernel_times", "note": "ncu not found"}, args.out)
+        return
+    try:
+        kernels = profile(ncu)
+    except (RuntimeError, subprocess.TimeoutExpired) as error:
+        emit({"case": "kernel_times", "note": f"ncu failed: {error}"}, args.out)
+        return
+    per_step = args.kernels_per_step
+    steps = kernels[-STEPS * per_step:]  # the encoder's kernels come first
+    if len(steps) < STEPS * per_step:
+        emit({"case": "kernel_times", "note": f"ncu saw {len(kernels)} kernels, fewer than the steps launch"},
+             args.out)
+        return
+    steady = steps[WARMUP_STEPS * per_step:]
+    total = 0.0
+    for position in range(per_step):
+        samples = [ns for _, ns in steady[position::per_step]]
+        names = {name for name, _ in steady[position::per_step]}
+        median_us = statistics.median(samples) / 1e3
+        total += median_us
+        # One name per position, or the step's launches were miscounted.
+        emit({"case": "kernel_times", "position": position, "kernel": " | ".join(sorted(names))[:120],
+              "gpu_us": round(median_us, 3)}, args.out)
+    emit({"case": "kernel_times", "position": "sum", "kernels": per_step, "gpu_us": round(total, 3)}, args.out)
+
+
+if __name__ == "__main__":
+    main()
