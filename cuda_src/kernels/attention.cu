@@ -30,6 +30,7 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
   // Scores: one warp per key, its lanes splitting the dot product.
   for (int64_t i = warp; i < t; i += warps) {
     float s = 0.0f;
+#pragma unroll 8
     for (int64_t d = lane; d < dim; d += 32) s = fmaf(q[d], k[i * dim + d], s);
     s = detail::warp_sum(s);
     if (lane == 0) p[i] = s * scale;
@@ -59,7 +60,9 @@ __global__ void attention_kernel(const float* __restrict__ q, const float* __res
     const int64_t d = d0 + member;
     float acc = 0.0f;
     if (d < dim) {
-#pragma unroll 4
+      // Unrolled wide, so that a thread's loads of v (16 at the decoder's
+      // t = 64) are in flight together rather than one after another.
+#pragma unroll 16
       for (int64_t i = group; i < t; i += kValueSlices) acc = fmaf(p[i], v[i * dim + d], acc);
     }
     partial[threadIdx.x] = acc;

@@ -10,7 +10,7 @@ namespace kernels {
 namespace cuda {
 namespace {
 
-constexpr int kArgmaxThreads = 256;  // a power of two: the tree below halves it
+constexpr int kArgmaxThreads = 256;  // a multiple of 32, at most 32 warps (one warp reduces the warps)
 constexpr int kEmbeddingThreads = 256;
 
 // Whether (a, ia) beats (b, ib): the larger value, NaN above everything, and
@@ -25,11 +25,26 @@ __device__ __forceinline__ bool beats(float a, int64_t ia, float b, int64_t ib) 
   return ia < ib;
 }
 
-// One block: each thread scans a strided share of x, then a tree in shared
-// memory keeps the winner. Enough for the decoder's vocabulary (thousands).
+// Keeps the winner of (value, index) and the candidate from `lane_offset`
+// lanes away: beats() is a strict total order, so any reduction order picks
+// the same winner.
+__device__ __forceinline__ void keep_best_of_shuffle(float& value, int64_t& index, int lane_offset) {
+  const float other_value = __shfl_xor_sync(0xffffffffu, value, lane_offset);
+  const int64_t other_index = __shfl_xor_sync(0xffffffffu, index, lane_offset);
+  if (beats(other_value, other_index, value, index)) {
+    value = other_value;
+    index = other_index;
+  }
+}
+
+// One block: each thread scans a strided share of x, each warp reduces its
+// candidates with shuffles, and the first warp reduces the warps' winners.
+// Enough for the decoder's vocabulary (thousands).
 __global__ void argmax_kernel(const float* __restrict__ x, int64_t n, int64_t* __restrict__ out) {
-  __shared__ float value[kArgmaxThreads];
-  __shared__ int64_t index[kArgmaxThreads];
+  __shared__ float warp_value[kArgmaxThreads / 32];
+  __shared__ int64_t warp_index[kArgmaxThreads / 32];
+  const int lane = threadIdx.x & 31;
+  const int warp = threadIdx.x >> 5;
   float best = 0.0f;
   int64_t best_index = -1;
   for (int64_t i = threadIdx.x; i < n; i += kArgmaxThreads) {
@@ -39,20 +54,18 @@ __global__ void argmax_kernel(const float* __restrict__ x, int64_t n, int64_t* _
       best_index = i;
     }
   }
-  value[threadIdx.x] = best;
-  index[threadIdx.x] = best_index;
-  __syncthreads();
-  for (int half = kArgmaxThreads / 2; half > 0; half >>= 1) {
-    if (threadIdx.x < half) {
-      const int other = threadIdx.x + half;
-      if (beats(value[other], index[other], value[threadIdx.x], index[threadIdx.x])) {
-        value[threadIdx.x] = value[other];
-        index[threadIdx.x] = index[other];
-      }
-    }
-    __syncthreads();
+  for (int offset = 16; offset > 0; offset >>= 1) keep_best_of_shuffle(best, best_index, offset);
+  if (lane == 0) {
+    warp_value[warp] = best;
+    warp_index[warp] = best_index;
   }
-  if (threadIdx.x == 0) out[0] = index[0];
+  __syncthreads();
+  if (warp == 0) {
+    best = lane < kArgmaxThreads / 32 ? warp_value[lane] : 0.0f;
+    best_index = lane < kArgmaxThreads / 32 ? warp_index[lane] : -1;
+    for (int offset = 16; offset > 0; offset >>= 1) keep_best_of_shuffle(best, best_index, offset);
+    if (lane == 0) out[0] = best_index;
+  }
 }
 
 __global__ void embedding_kernel(const float* __restrict__ table, const int64_t* __restrict__ token,
