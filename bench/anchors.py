@@ -87,11 +87,12 @@ def torch_aoti_runner(package, single_threaded):
             if os.path.exists(os.path.join(torch_lib, name)):
                 ctypes.CDLL(os.path.join(torch_lib, name), mode=os.RTLD_GLOBAL | os.RTLD_NOLOAD)
         x = torch.from_numpy(np.load({package!r}.replace("model.pt2", "input0.npy"))).cuda()
-        label = "torch aoti_load_package"
+        label, note = "torch aoti_load_package", ""
         try:
             model = torch._inductor.aoti_load_package({package!r}, run_single_threaded={single_threaded})
             call = lambda: model(x)
-        except Exception:
+        except Exception as error:
+            note = "aoti_load_package failed: " + str(error).strip().splitlines()[-1][:150]
             folder = tempfile.mkdtemp()
             zipfile.ZipFile({package!r}).extractall(folder)
             so = glob.glob(os.path.join(folder, "**", "*.so"), recursive=True)[0]
@@ -103,7 +104,7 @@ def torch_aoti_runner(package, single_threaded):
         us = per_call_us(call, calls=2000)
         print(json.dumps({{"case": "aoti_runner", "runner": label
                           + (" (run_single_threaded)" if {single_threaded} else ""),
-                          "model": "mlp", "us_per_call": round(us, 3)}}))
+                          "model": "mlp", "us_per_call": round(us, 3), "note": note}}))
     """)
 
 

@@ -162,13 +162,14 @@ def main():
         out += ["## torch AOTI runner", "", "| runner | model | us per call | note |", "| --- | --- | --- | --- |"]
         for row in runners:
             out.append(f"| {row['runner']} | {row['model']} | {fmt(row.get('us_per_call'), 2)} | {row.get('note', '')} |")
-        ours = find(rows, case="aoti_runner", runner="aotirt")
-        timed = [r for r in runners if r["runner"] != "aotirt" and r.get("us_per_call")]
+        ours = [r for r in runners if r["runner"].startswith("aotirt") and r.get("us_per_call")]
+        timed = [r for r in runners if not r["runner"].startswith("aotirt") and r.get("us_per_call")]
         if ours and timed:
             out.append("")
-            for row in timed:
-                out.append(f"aotirt / {row['runner']}: {ours['us_per_call'] / row['us_per_call']:.2f} "
-                           f"(target for torch's runner: at most 0.5).")
+            for mine in ours:
+                for row in timed:
+                    out.append(f"{mine['runner']} / {row['runner']}: {mine['us_per_call'] / row['us_per_call']:.2f} "
+                               f"(target for torch's runner: at most 0.5).")
         out.append("")
     print("\n".join(out))
 
