@@ -65,7 +65,7 @@ def profile(ncu):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="JSON lines file to append to")
-    parser.add_argument("--kernels-per-step", type=int, default=8,
+    parser.add_argument("--kernels-per-step", type=int, default=7,
                         help="launches per decoder step (cuda_src/models/decoder.cpp)")
     args = parser.parse_args()
     ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)

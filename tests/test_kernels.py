@@ -28,12 +28,13 @@ DEVICES = ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)]
 # them evenly. m up to 64 takes the skinny kernel (warps split k), 100 and
 # 257 the tiled one.
 SIZES = [1, 17, 33, 100, 257]
-NAMES = ["matmul", "matmul_gelu", "conv1d_k3", "gelu", "add", "layer_norm", "attention", "argmax", "embedding"]
+NAMES = ["matmul", "matmul_gelu", "matmul_pair", "conv1d_k3", "gelu", "add", "layer_norm", "attention", "argmax", "embedding"]
 
 P, I64, F32 = ctypes.c_void_p, ctypes.c_int64, ctypes.c_float
 SIGNATURES = {
     "matmul": [P, P, P, P, I64, I64, I64, P],
     "matmul_gelu": [P, P, P, P, I64, I64, I64, P],
+    "matmul_pair": [P, P, P, P, P, I64, I64, I64, P],
     "conv1d_k3": [P, P, P, P, I64, I64, I64, P],
     "gelu": [P, P, I64, P],
     "add": [P, P, P, I64, P],
@@ -148,6 +149,20 @@ def test_matmul_gelu(k, m, n, kdim):
     bound = 1.13 * matmul_bound(a, b, bias, kdim) + 8 * EPS * np.abs(z) + 1e-38
     error = np.abs(out.numpy() - gelu(z))
     assert np.all(error <= bound), error.max()
+
+
+@pytest.mark.parametrize("m,n,kdim", [(64, 256, 256), (1, 33, 17), (100, 17, 33)])
+def test_matmul_pair(k, m, n, kdim):
+    # Two products of one a in one launch: each half must be its own product
+    # (a swapped or shared pointer would give the other's, or one twice).
+    rng = np.random.default_rng(m + 2 * n + 3 * kdim)
+    a = rng.standard_normal((m, kdim)).astype(np.float32)
+    b0, b1 = (rng.standard_normal((kdim, n)).astype(np.float32) for _ in range(2))
+    c0, c1 = (k.put(np.full((m, n), np.nan, np.float32)) for _ in range(2))
+    k.matmul_pair(k.put(a), k.put(b0), k.put(b1), c0, c1, m, n, kdim)
+    for b, c in ((b0, c0), (b1, c1)):
+        error = np.abs(c.numpy() - a.astype(np.float64) @ b)
+        assert np.all(error <= matmul_bound(a, b, None, kdim)), error.max()
 
 
 def test_matmul_gelu_equals_matmul_then_gelu(k):

@@ -26,6 +26,11 @@ int matmul(const float* a, const float* b, const float* bias, float* c, int64_t 
 int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
                 void* stream);
 
+// c0 = a @ b0 and c1 = a @ b1, no bias: two projections of one input in one
+// pass (one launch on a GPU). b0, b1 [k, n]; c0, c1 [m, n], not overlapping.
+int matmul_pair(const float* a, const float* b0, const float* b1, float* c0, float* c1, int64_t m, int64_t n,
+                int64_t k, void* stream);
+
 // Convolution over time, kernel 3, padding 1, stride 1 (torch's Conv1d on
 // x.T): out[t, o] = bias[o] + sum over c, j of w[o, c, j] * x[t + j - 1, c],
 // with x [t, cin], w [cout, cin, 3], out [t, cout]; rows outside x count as
@@ -70,6 +75,8 @@ int matmul(const float* a, const float* b, const float* bias, float* c, int64_t 
            void* stream);
 int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
                 void* stream);
+int matmul_pair(const float* a, const float* b0, const float* b1, float* c0, float* c1, int64_t m, int64_t n,
+                int64_t k, void* stream);
 int conv1d_k3(const float* x, const float* w, const float* bias, float* out, int64_t t, int64_t cin,
               int64_t cout, void* stream);
 int gelu(const float* x, float* y, int64_t n, void* stream);

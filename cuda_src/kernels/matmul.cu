@@ -5,9 +5,7 @@
 //   product few blocks and a long chain of dependent loads (k / 16 rounds,
 //   each a trip to L2 and two barriers), and a decoder step is a chain of
 //   them. Instead each warp takes 32 columns and a share of k; the shares are
-//   summed once in shared memory at the end. (Nsight Compute on the H200:
-//   the decoder's four one-row products took 2.8-4.1 us each this way with a
-//   read from global memory per row and k; the 64-row ones 7.9 us.)
+//   summed once in shared memory at the end.
 // - Tiled (taller a): 16 x 16 tiles of c staged through shared memory.
 #include <cuda_runtime.h>
 
@@ -20,16 +18,20 @@ namespace {
 
 constexpr int kTile = 16;
 constexpr int kSkinnyCols = 32;     // a warp's lanes: consecutive columns, so rows of b load in whole lines
+constexpr int kSkinnySlices = 16;   // warps per block, each summing every 16th k
 constexpr int kSkinnyRows = 8;      // rows of c per block when m > 1
 constexpr int kSkinnyChunk = 512;   // k staged in shared memory per round: 16 KiB of a for 8 rows
 constexpr int64_t kSkinnyMaxRows = 64;
 
-// Warps per block, each summing every kSlices-th k. One row needs little
-// shared memory, so it takes twice the warps and half the chain of loads.
-template <int kRows>
-__host__ __device__ constexpr int skinny_slices() { return kRows == 1 ? 32 : 16; }
-
 enum class Epilogue { kNone, kGelu };
+
+// One or two products of the same a, c[z] = a @ b[z], chosen by blockIdx.z:
+// the decoder's keys and values are two projections of its hidden input,
+// and one launch for both halves what it pays in launches.
+struct Products {
+  const float* b[2];
+  float* c[2];
+};
 
 template <Epilogue kEpilogue>
 __device__ __forceinline__ float finish(float acc, const float* bias, int64_t col) {
@@ -37,20 +39,26 @@ __device__ __forceinline__ float finish(float acc, const float* bias, int64_t co
   return kEpilogue == Epilogue::kGelu ? gelu_tanh(v) : v;
 }
 
-// Block (kSkinnyCols, kSlices); grid (column groups, row groups of kRows).
-// The block's rows of a are staged in shared memory a chunk of k at a time
-// (one coalesced load, then broadcast reads), so the only global loads in
-// the inner loop are b's, and they are independent: unrolled, they are in
-// flight together. Thread (lane, slice) sums a[r, l] * b[l, col] over
-// l = slice, slice + kSlices, ...; every l is summed by exactly one slice,
-// and the slices' sums are added in slice order.
+// Block (kSkinnyCols, kSkinnySlices); grid (column groups, row groups of
+// kRows, products). Thread (lane, slice) sums a[r, l] * b[l, col] over
+// l = slice, slice + 16, ...; every l is summed by exactly one slice, and
+// the slices' sums are added in slice order. The inner loop's loads of b are
+// independent of each other: unrolled, they are in flight together. A single
+// row of a is read directly (every lane reads the same word: one broadcast
+// load); several rows are staged in shared memory a chunk of k at a time
+// (one coalesced load, then broadcast reads), as reading each of them per l
+// from global memory took 7.9 us for the decoder's 64-row projections
+// against 4.6 us staged (Nsight Compute on the H200).
 template <int kRows, Epilogue kEpilogue>
-__global__ void skinny_matmul_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                                     const float* __restrict__ bias, float* __restrict__ c, int64_t m, int64_t n,
-                                     int64_t k) {
-  constexpr int kSlices = skinny_slices<kRows>();
-  __shared__ float a_chunk[kRows][kSkinnyChunk];
-  __shared__ float partial[kSlices][kRows][kSkinnyCols];
+__global__ void skinny_matmul_kernel(const float* __restrict__ a, Products products,
+                                     const float* __restrict__ bias, int64_t m, int64_t n, int64_t k) {
+  constexpr bool kStageA = kRows > 1;
+  __shared__ float a_chunk[kStageA ? kRows : 1][kStageA ? kSkinnyChunk : 1];
+  __shared__ float partial[kSkinnySlices][kRows][kSkinnyCols];
+  // Selected, not indexed: indexing the parameter by blockIdx.z would copy
+  // it to local memory.
+  const float* __restrict__ b = blockIdx.z == 0 ? products.b[0] : products.b[1];
+  float* __restrict__ c = blockIdx.z == 0 ? products.c[0] : products.c[1];
   const int lane = threadIdx.x;
   const int slice = threadIdx.y;
   const int flat = slice * kSkinnyCols + lane;
@@ -63,20 +71,26 @@ __global__ void skinny_matmul_kernel(const float* __restrict__ a, const float* _
   for (int r = 0; r < kRows; ++r) acc[r] = 0.0f;
   for (int64_t k0 = 0; k0 < k; k0 += kSkinnyChunk) {
     const int width = static_cast<int>(k - k0 < kSkinnyChunk ? k - k0 : kSkinnyChunk);
-    for (int i = flat; i < kRows * kSkinnyChunk; i += kSlices * kSkinnyCols) {
-      const int r = i / kSkinnyChunk, l = i % kSkinnyChunk;
-      a_chunk[r][l] = (r < rows && l < width) ? a[(row0 + r) * k + k0 + l] : 0.0f;
+    if constexpr (kStageA) {
+      for (int i = flat; i < kRows * kSkinnyChunk; i += kSkinnySlices * kSkinnyCols) {
+        const int r = i / kSkinnyChunk, l = i % kSkinnyChunk;
+        a_chunk[r][l] = (r < rows && l < width) ? a[(row0 + r) * k + k0 + l] : 0.0f;
+      }
+      __syncthreads();
     }
-    __syncthreads();
     if (col < n) {
 #pragma unroll 16
-      for (int l = slice; l < width; l += kSlices) {
+      for (int l = slice; l < width; l += kSkinnySlices) {
         const float b_lc = b[(k0 + l) * n + col];
+        if constexpr (kStageA) {
 #pragma unroll
-        for (int r = 0; r < kRows; ++r) acc[r] = fmaf(a_chunk[r][l], b_lc, acc[r]);
+          for (int r = 0; r < kRows; ++r) acc[r] = fmaf(a_chunk[r][l], b_lc, acc[r]);
+        } else {
+          acc[0] = fmaf(a[row0 * k + k0 + l], b_lc, acc[0]);
+        }
       }
     }
-    __syncthreads();  // a_chunk is overwritten next round
+    if constexpr (kStageA) __syncthreads();  // a_chunk is overwritten next round
   }
 #pragma unroll
   for (int r = 0; r < kRows; ++r) partial[slice][r][lane] = acc[r];
@@ -90,7 +104,7 @@ __global__ void skinny_matmul_kernel(const float* __restrict__ a, const float* _
     if (r < rows && col_r < n) {
       float sum = 0.0f;
 #pragma unroll
-      for (int s = 0; s < kSlices; ++s) sum += partial[s][r][lane_r];
+      for (int s = 0; s < kSkinnySlices; ++s) sum += partial[s][r][lane_r];
       c[(row0 + r) * n + col_r] = finish<kEpilogue>(sum, bias, col_r);
     }
   }
@@ -101,11 +115,12 @@ __global__ void skinny_matmul_kernel(const float* __restrict__ a, const float* _
 // matrices load as zero, so sizes need not be multiples of the tile (the
 // zero products add exactly nothing), and only in-range elements are stored.
 template <Epilogue kEpilogue>
-__global__ void tiled_matmul_kernel(const float* __restrict__ a, const float* __restrict__ b,
-                                    const float* __restrict__ bias, float* __restrict__ c, int64_t m, int64_t n,
-                                    int64_t k) {
+__global__ void tiled_matmul_kernel(const float* __restrict__ a, Products products,
+                                    const float* __restrict__ bias, int64_t m, int64_t n, int64_t k) {
   __shared__ float a_tile[kTile][kTile];
   __shared__ float b_tile[kTile][kTile];
+  const float* __restrict__ b = blockIdx.z == 0 ? products.b[0] : products.b[1];
+  float* __restrict__ c = blockIdx.z == 0 ? products.c[0] : products.c[1];
   const int tx = threadIdx.x;  // column within the tile
   const int ty = threadIdx.y;  // row within the tile
   const int64_t row = static_cast<int64_t>(blockIdx.y) * kTile + ty;
@@ -125,29 +140,29 @@ __global__ void tiled_matmul_kernel(const float* __restrict__ a, const float* __
 }
 
 template <Epilogue kEpilogue>
-int launch_matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
-                  void* stream) {
+int launch_matmul(const float* a, const Products& products, unsigned count, const float* bias, int64_t m,
+                  int64_t n, int64_t k, void* stream) {
   if (m == 0 || n == 0) return cudaSuccess;
   const cudaStream_t s = static_cast<cudaStream_t>(stream);
+  const dim3 skinny_block(kSkinnyCols, kSkinnySlices);
   if (m <= kSkinnyMaxRows) {
     const int64_t col_groups = (n + kSkinnyCols - 1) / kSkinnyCols;
     if (col_groups > 0x7fffffff) return cudaErrorInvalidValue;  // grid limit
     if (m == 1) {
-      skinny_matmul_kernel<1, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), 1),
-                                           dim3(kSkinnyCols, skinny_slices<1>()), 0, s>>>(a, b, bias, c, m, n, k);
+      skinny_matmul_kernel<1, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), 1, count), skinny_block, 0,
+                                           s>>>(a, products, bias, m, n, k);
     } else {
       const unsigned row_groups = static_cast<unsigned>((m + kSkinnyRows - 1) / kSkinnyRows);
-      skinny_matmul_kernel<kSkinnyRows, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), row_groups),
-                                                     dim3(kSkinnyCols, skinny_slices<kSkinnyRows>()), 0, s>>>(
-          a, b, bias, c, m, n, k);
+      skinny_matmul_kernel<kSkinnyRows, kEpilogue><<<dim3(static_cast<unsigned>(col_groups), row_groups, count),
+                                                     skinny_block, 0, s>>>(a, products, bias, m, n, k);
     }
     return cudaGetLastError();
   }
   const int64_t row_tiles = (m + kTile - 1) / kTile;
   const int64_t col_tiles = (n + kTile - 1) / kTile;
   if (row_tiles > 65535 || col_tiles > 0x7fffffff) return cudaErrorInvalidValue;  // grid limits
-  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles));
-  tiled_matmul_kernel<kEpilogue><<<grid, dim3(kTile, kTile), 0, s>>>(a, b, bias, c, m, n, k);
+  const dim3 grid(static_cast<unsigned>(col_tiles), static_cast<unsigned>(row_tiles), count);
+  tiled_matmul_kernel<kEpilogue><<<grid, dim3(kTile, kTile), 0, s>>>(a, products, bias, m, n, k);
   return cudaGetLastError();
 }
 
@@ -155,12 +170,17 @@ int launch_matmul(const float* a, const float* b, const float* bias, float* c, i
 
 int matmul(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
            void* stream) {
-  return launch_matmul<Epilogue::kNone>(a, b, bias, c, m, n, k, stream);
+  return launch_matmul<Epilogue::kNone>(a, Products{{b, b}, {c, c}}, 1, bias, m, n, k, stream);
 }
 
 int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int64_t m, int64_t n, int64_t k,
                 void* stream) {
-  return launch_matmul<Epilogue::kGelu>(a, b, bias, c, m, n, k, stream);
+  return launch_matmul<Epilogue::kGelu>(a, Products{{b, b}, {c, c}}, 1, bias, m, n, k, stream);
+}
+
+int matmul_pair(const float* a, const float* b0, const float* b1, float* c0, float* c1, int64_t m, int64_t n,
+                int64_t k, void* stream) {
+  return launch_matmul<Epilogue::kNone>(a, Products{{b0, b1}, {c0, c1}}, 2, nullptr, m, n, k, stream);
 }
 
 }  // namespace cuda

@@ -31,5 +31,12 @@ int matmul_gelu(const float* a, const float* b, const float* bias, float* c, int
   return 0;
 }
 
+int matmul_pair(const float* a, const float* b0, const float* b1, float* c0, float* c1, int64_t m, int64_t n,
+                int64_t k, void* stream) {
+  matmul(a, b0, nullptr, c0, m, n, k, stream);
+  matmul(a, b1, nullptr, c1, m, n, k, stream);
+  return 0;
+}
+
 }  // namespace cpu
 }  // namespace kernels

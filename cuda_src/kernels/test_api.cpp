@@ -22,6 +22,11 @@ KERNEL_API int aotirt_kernel_matmul_gelu(const float* a, const float* b, const f
   return k::matmul_gelu(a, b, bias, c, m, n, kdim, stream);
 }
 
+KERNEL_API int aotirt_kernel_matmul_pair(const float* a, const float* b0, const float* b1, float* c0, float* c1,
+                                         int64_t m, int64_t n, int64_t kdim, void* stream) {
+  return k::matmul_pair(a, b0, b1, c0, c1, m, n, kdim, stream);
+}
+
 KERNEL_API int aotirt_kernel_conv1d_k3(const float* x, const float* w, const float* bias, float* out, int64_t t,
                                        int64_t cin, int64_t cout, void* stream) {
   return k::conv1d_k3(x, w, bias, out, t, cin, cout, stream);

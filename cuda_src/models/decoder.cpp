@@ -75,13 +75,13 @@ void run(const Device& device, const State* state, std::vector<Tensor>& inputs, 
   Tensor next = empty_like_shape({1}, aoti_torch_dtype_int64(), device);
   auto f = [](const Tensor& t) { return static_cast<float*>(t.data()); };
 
-  // Eight launches: the residual add rides in attention's last pass and GELU
-  // in w1's, as a compiler would fuse them (a decoder step on a GPU is
-  // a chain of small kernels, each paying a launch).
+  // Seven launches: keys and values share one, the residual add rides in
+  // attention's last pass and GELU in w1's, as a compiler would fuse them (a
+  // decoder step on a GPU is a chain of small kernels, each paying a launch).
   check_kernel(k::embedding(w[kEmbedding], token, f(x), kV, kD, stream), "embedding");
   check_kernel(k::matmul(f(x), w[kWq], nullptr, f(q), 1, kD, kD, stream), "matmul (q)");
-  check_kernel(k::matmul(hidden, w[kWk], nullptr, f(keys), kT, kD, kD, stream), "matmul (keys)");
-  check_kernel(k::matmul(hidden, w[kWv], nullptr, f(values), kT, kD, kD, stream), "matmul (values)");
+  check_kernel(k::matmul_pair(hidden, w[kWk], w[kWv], f(keys), f(values), kT, kD, kD, stream),
+               "matmul (keys and values)");
   check_kernel(k::attention(f(q), f(keys), f(values), f(x), f(h), kT, kD, stream), "attention");  // h = x + ctx
   check_kernel(k::matmul_gelu(f(h), w[kW1], w[kB1], f(m), 1, kH, kD, stream), "matmul + gelu (w1)");
   check_kernel(k::matmul(f(m), w[kW2], w[kB2], f(logits), 1, kV, kH, stream), "matmul (w2)");
