@@ -170,6 +170,15 @@ def main():
                 for row in timed:
                     out.append(f"{mine['runner']} / {row['runner']}: {mine['us_per_call'] / row['us_per_call']:.2f} "
                                f"(target for torch's runner: at most 0.5).")
+        floor = find(rows, case="mlp_kernel_times", position="sum")
+        if floor:
+            out.append("")
+            out.append(f"The MLP's own GPU time per run: {floor['gpu_us']:.2f} us, the sum of its "
+                       f"{floor['kernels']} kernels (Nsight Compute, as for the decoder step); no runner can "
+                       f"go below it in a loop of runs.")
+            for row in runners:
+                if row.get("us_per_call"):
+                    out.append(f"- {row['runner']}: {row['us_per_call'] / floor['gpu_us']:.2f}x that.")
         out.append("")
     print("\n".join(out))
 
