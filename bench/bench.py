@@ -27,6 +27,18 @@ def median_of(fn, reps=REPS):
     return statistics.median(fn() for _ in range(reps))
 
 
+def host_us_per_call(call, calls):
+    """Host microseconds per call of `calls` calls of `call` (which returns a
+    run's outputs); the read-back after the timed region drains the queue so
+    that repetitions do not overlap."""
+    start = time.perf_counter()
+    for _ in range(calls):
+        out = call()
+    elapsed = time.perf_counter() - start
+    out[0].numpy()
+    return elapsed / calls * 1e6
+
+
 def emit(record, sink):
     line = json.dumps(record, sort_keys=True)
     print(line, flush=True)
@@ -39,7 +51,6 @@ def bench_import(sink, modules=("aotirt", "numpy")):
         def once():
             out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
                                  capture_output=True, text=True, check=True).stderr
-            # The last line is the top-level package: its cumulative microseconds.
             # The line of the module asked for: its cumulative microseconds.
             line = [l for l in out.strip().splitlines() if l.split("|")[-1].strip() == module][-1]
             return int(line.split("|")[1])
@@ -56,15 +67,9 @@ def bench_dispatch(device, calls, sink):
             handle.run(inputs)
         handle.run(inputs)[0].numpy()
 
-        def once():
-            start = time.perf_counter()
-            for _ in range(calls):
-                out = handle.run(inputs)
-            elapsed = time.perf_counter() - start
-            out[0].numpy()  # drain the queue outside the timed region
-            return elapsed / calls * 1e6
-        emit({"case": "dispatch", "device": device, "api": "python", "calls": calls,
-              "us_per_call": round(median_of(once), 3)}, sink)
+        us = median_of(lambda: host_us_per_call(lambda: handle.run(inputs), calls))
+        emit({"case": "dispatch", "device": device, "api": "python", "calls": calls, "us_per_call": round(us, 3)},
+             sink)
 
         # The host's own cost (as the C harness's c_host): batches of 100 runs,
         # short enough that the launch queue never fills, drained in between
@@ -108,8 +113,9 @@ def bench_copy(sink):
               "GBps": round(nbytes / seconds / 1e9, 2)}, sink)
 
 
-def run_anchor(code, sink, label):
-    """Runs one anchor program (bench/anchors.py) in a fresh process."""
+def run_anchor(code, sink, label, case="anchor"):
+    """Runs one anchor program (bench/anchors.py) in a fresh process; a
+    failure is recorded as a row of `case` with a note."""
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
     rows = [l for l in proc.stdout.splitlines() if l.startswith("{")]
     if proc.returncode == 0 and rows:
@@ -117,9 +123,9 @@ def run_anchor(code, sink, label):
         return
     why = f"exit status {proc.returncode}" if proc.returncode >= 0 else f"killed by signal {-proc.returncode}"
     tail = (proc.stderr.strip().splitlines() or [""])[-1][:200]
-    emit({"case": "aoti_runner" if "runner" in label or "eager" in label else "anchor", "what": label,
-          "via": label, "runner": label, "model": "mlp", "us_per_call": None,
-          "note": f"failed: {why}: {tail}"}, sink)
+    row = {"case": case, "us_per_call": None, "note": f"failed: {why}: {tail}"}
+    row.update({"runner": label, "model": "mlp"} if case == "aoti_runner" else {"what": label, "via": label})
+    emit(row, sink)
 
 
 def bench_aoti(sink, package):
@@ -127,42 +133,36 @@ def bench_aoti(sink, package):
     import anchors
 
     inputs = aotirt.asarray(np.load(package.replace("model.pt2", "input0.npy")), device=0)
-    def host_us_per_call(call, calls=2000):
-        # Host time of `calls` calls; the read-back after the timed region
-        # drains the queue so that repetitions do not overlap.
-        start = time.perf_counter()
-        for _ in range(calls):
-            out = call()
-        elapsed = time.perf_counter() - start
-        out[0].numpy()
-        return elapsed / calls * 1e6
-
     with aotirt.load(package) as handle:
         handle.run([inputs])[0].numpy()
-        us = median_of(lambda: host_us_per_call(lambda: handle.run([inputs])))
+        us = median_of(lambda: host_us_per_call(lambda: handle.run([inputs]), 2000))
         emit({"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": round(us, 3)}, sink)
 
         # The same library captured once and replayed: one graph launch
         # instead of the model's kernel launches, inputs copied in place.
         with handle.capture([inputs]) as graph:
-            us = median_of(lambda: host_us_per_call(lambda: graph.replay([inputs])))
+            us = median_of(lambda: host_us_per_call(lambda: graph.replay([inputs]), 2000))
             emit({"case": "aoti_runner", "runner": "aotirt graph replay", "model": "mlp",
                   "us_per_call": round(us, 3)}, sink)
     zoo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "aoti")
-    run_anchor(anchors.torch_aoti_runner(package, False), sink, "torch aoti_load_package")
-    run_anchor(anchors.torch_aoti_runner(package, True), sink, "torch aoti_load_package (run_single_threaded)")
-    run_anchor(anchors.torch_eager(zoo), sink, "torch eager (same module)")
+    for code, label in ((anchors.torch_aoti_runner(package, False), "torch aoti_load_package"),
+                        (anchors.torch_aoti_runner(package, True), "torch aoti_load_package (run_single_threaded)"),
+                        (anchors.torch_eager(zoo), "torch eager (same module)")):
+        run_anchor(code, sink, label, "aoti_runner")
 
 
 def find_aoti_mlp():
     """The CUDA-compiled MLP from the tests' AOTInductor cache, if built."""
     root = os.environ.get("AOTIRT_AOTI_CACHE",
                           os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".cache", "aoti"))
-    for key in sorted(os.listdir(root)) if os.path.isdir(root) else []:
+    # The cache keeps older builds under other keys: the newest one is what
+    # the tests just ran.
+    packages = []
+    for key in os.listdir(root) if os.path.isdir(root) else []:
         meta = os.path.join(root, key, "mlp", "meta.json")
         if os.path.exists(meta) and json.load(open(meta))["device"] == "cuda":
-            return os.path.join(root, key, "mlp", "model.pt2")
-    return None
+            packages.append(os.path.join(root, key, "mlp", "model.pt2"))
+    return max(packages, key=os.path.getmtime, default=None)
 
 
 def main():

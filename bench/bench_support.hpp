@@ -44,8 +44,14 @@ class Record {
     return *this;
   }
   Record& number(const std::string& key, double value) {
+    // Whole numbers (byte counts, calls) in full: %g would print 64 MiB as
+    // 67108900. Measurements keep six significant digits.
     char buffer[64];
-    std::snprintf(buffer, sizeof buffer, "%.6g", value);
+    // (The range test comes first: converting NaN or a huge value to an
+    // integer is undefined.)
+    const bool whole =
+        value > -9.0e15 && value < 9.0e15 && value == static_cast<double>(static_cast<long long>(value));
+    std::snprintf(buffer, sizeof buffer, whole ? "%.0f" : "%.6g", value);
     fields_[key] = buffer;
     return *this;
   }

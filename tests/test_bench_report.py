@@ -78,3 +78,20 @@ def test_report_says_when_kernel_times_were_not_measured(tmp_path):
              "us_per_token": 1.0},
             {"case": "kernel_times", "note": "ncu not found"}]
     assert "Kernel times: not measured (ncu not found)." in render(rows, tmp_path)
+
+
+def test_kernel_times_refuses_a_miscounted_step(capsys):
+    # Steps of three kernels read as steps of two: positions mix kernels.
+    launches = [(name, 1000.0) for _ in range(kernel_times.STEPS * 2) for name in "abc"]
+    kernel_times.report(launches, 2, "kernel_times", None)
+    (row,) = [json.loads(line) for line in capsys.readouterr().out.splitlines()]
+    assert "miscounted" in row["note"]
+
+
+def test_report_sets_no_runner_target_against_eager_torch_and_says_why_a_floor_is_missing(tmp_path):
+    rows = [{"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": 15.0},
+            {"case": "aoti_runner", "runner": "torch eager (same module)", "model": "mlp", "us_per_call": 60.0},
+            {"case": "mlp_kernel_times", "note": "ncu failed: no permission"}]
+    text = render(rows, tmp_path)
+    assert "aotirt / torch eager (same module): 0.25." in text
+    assert "The MLP's own GPU time: not measured (ncu failed: no permission)." in text
