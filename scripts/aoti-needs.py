@@ -16,7 +16,6 @@ from aotirt._handle import library_undefined_symbols
 
 root = sys.argv[1]
 core = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
-ours = set(library_undefined_symbols(core, "zzz_none"))  # warms the reader; exports come from nm below
 exported = set(os.popen(f"nm -D --defined-only {core}").read().split())
 for name in sorted(os.listdir(root)):
     package = os.path.join(root, name, "model.pt2")

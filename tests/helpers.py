@@ -41,6 +41,34 @@ def run_python(code, env=None):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
 
 
+NO_GPU_ERRORS = {"cudaErrorNoDevice": 100, "cudaErrorInsufficientDriver": 35}
+
+
+def cuda_error_without_gpu(code):
+    """Runs `code` (after `import aotirt, numpy as np`) in a fresh interpreter
+    that sees no GPU (CUDA_VISIBLE_DEVICES="": the same on a GPU runner and
+    on a machine with no GPU or no driver) and returns the aotirt.CudaError
+    it raised as a dict: name, code, message, is_runtime_error. Fails the
+    test if it raised nothing or something else."""
+    import json
+    import textwrap
+
+    script = ("import json, aotirt, numpy as np\n"
+              "try:\n" + textwrap.indent(textwrap.dedent(code), "    ") +
+              "\nexcept aotirt.CudaError as e:\n"
+              "    print(json.dumps({'name': e.name, 'code': e.code, 'message': str(e),\n"
+              "                      'is_runtime_error': isinstance(e, RuntimeError)}))\n"
+              "else:\n"
+              "    print('no error')\n")
+    proc = run_python(script, env={"CUDA_VISIBLE_DEVICES": ""})
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() != "no error", f"no CudaError from {code!r}"
+    error = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert error["name"] in NO_GPU_ERRORS, error
+    assert error["code"] == NO_GPU_ERRORS[error["name"]], error
+    return error
+
+
 def device_free_bytes():
     """Free device memory as the driver reports it (cuda-bindings, not aotirt)."""
     from cuda.bindings import runtime

@@ -5,7 +5,7 @@ tests/aoti/build.py compiles tests/aoti/zoo.py's models with
 aot_inductor.link_libtorch=False and keeps the libraries and torch's eager
 outputs in a cache folder (.cache/aoti, ignored by git); a later run takes
 them as they are. Compiling needs a Python with torch: AOTIRT_TORCH_PYTHON,
-this interpreter if it has torch, or .venv-torch (make aoti-cpu-models).
+this interpreter if it has torch, or .venv-torch (make torch-venv).
 Without one these tests skip, saying so.
 
 Tolerances (relative error ‖out − ref‖ / ‖ref‖ against torch eager): float32
@@ -52,7 +52,7 @@ def compiled(device):
         python = torch_python()
         if python is None:
             pytest.skip("no Python with torch to compile AOTInductor models "
-                        "(set AOTIRT_TORCH_PYTHON, or run make aoti-cpu-models)")
+                        "(set AOTIRT_TORCH_PYTHON, or run make torch-venv)")
         proc = subprocess.run([python, BUILD, "--device", device, "--cache", CACHE, "--jobs", "8"],
                               capture_output=True, text=True, timeout=3000)
         lines = [l for l in proc.stdout.splitlines() if l.startswith("cache: ")]

@@ -8,10 +8,23 @@ from helpers import REPO
 
 CODE_DIRS = ["cuda_src", "include", "pyx", "bench"]
 CODE_SUFFIXES = (".c", ".cc", ".cpp", ".cu", ".cuh", ".h", ".hpp", ".pyx", ".pxd", ".py")
-OTHER_WAITS = ["cudaDeviceSynchronize", "cudaEventSynchronize", "cudaThreadSynchronize",
-               "cuStreamSynchronize", "cuCtxSynchronize", "cuEventSynchronize",
-               # cuBLAS documents that destroying a handle synchronizes the device.
-               "cublasDestroy", "cublasDestroy_v2"]
+
+
+def interposer_waits():
+    """The calls that may block the host, as the run-time counter
+    (tests/interposer/count_waits.c) lists them: one list for both checks."""
+    source = open(os.path.join(REPO, "tests", "interposer", "count_waits.c")).read()
+    block = source[source.index("#define WAITS(X)"):source.index("#define COUNTER")]
+    return re.findall(r"X\((\w+)\)", block)
+
+
+# cuBLAS documents that destroying a handle synchronizes the device; the
+# interposer does not count it (aotirt never destroys its handle).
+CUBLAS_WAITS = ["cublasDestroy", "cublasDestroy_v2"]
+# Where a blocking call is allowed, and why: freeing a pinned numpy array
+# when it is garbage collected (never on a run or copy path; documented on
+# empty_pinned), and the benchmark harness freeing its pinned buffer at exit.
+ALLOWED = {"cudaFreeHost": {os.path.join("cuda_src", "core", "api.cpp"), os.path.join("bench", "harness.cu")}}
 
 
 def code_lines():
@@ -45,12 +58,15 @@ def test_stream_synchronize_is_called_once_in_the_copy_routine():
     assert enclosing and "copy_to_host(" in enclosing[-1], enclosing[-1:]
 
 
+def test_the_interposer_counts_the_calls_this_test_forbids():
+    waits = interposer_waits()
+    assert "cudaStreamSynchronize" in waits and "cudaMemcpy" in waits and len(waits) >= 16, waits
+
+
 def test_no_other_host_waits():
-    for function in OTHER_WAITS:
-        assert calls(function) == [], function
-
-
-def test_no_synchronous_memcpy_or_free_in_the_core():
-    assert calls("cudaMemcpy") == []
-    assert calls("cudaFree") == []
-    assert calls("cudaMalloc") == []
+    # Synchronous copies, memsets, frees and mallocs included: each may wait.
+    for function in interposer_waits() + CUBLAS_WAITS:
+        if function == "cudaStreamSynchronize":
+            continue  # the copy routine's, checked above
+        sites = {path for path, _ in calls(function)}
+        assert sites <= ALLOWED.get(function, set()), (function, sites)
