@@ -250,14 +250,8 @@ aotirt_status compute(Problem& p, const Tensor* const* inputs, int n_inputs, con
   if (out.storage->device_type == AOTIRT_DEVICE_CPU) return attention::run_cpu(p);
   StreamRef stream;
   AOTIRT_TRY(stream_for_device(out.storage->device_index, &stream));
-  for (int i = 0; i < n_inputs; ++i) {
-    const Tensor* t = inputs[i];
-    if (!t || !t->stream || t->stream.get() == stream.get() || t->stream->handle == stream->handle) continue;
-    // Produced on another stream: wait for it on the device, and keep its
-    // memory from being recycled before this stream is done reading it.
-    AOTIRT_TRY(t->stream->order_before(stream.get()));
-    t->storage->record_user(stream.get());
-  }
+  for (int i = 0; i < n_inputs; ++i)
+    if (inputs[i]) AOTIRT_TRY(use_on(*inputs[i], stream.get()));
   return attention::run_cuda(p, stream.get());
 }
 

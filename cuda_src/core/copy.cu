@@ -162,18 +162,6 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
                        static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
 }
 
-namespace {
-
-// The stream that work on CUDA tensor `t` should go to now, ordered after
-// whatever produced `t`.
-aotirt_status stream_after(const Tensor& t, StreamRef* out) {
-  AOTIRT_TRY(stream_for_device(t.storage->device_index, out));
-  if (t.stream && t.stream.get() != out->get()) AOTIRT_TRY(t.stream->order_before(out->get()));
-  return AOTIRT_OK;
-}
-
-}  // namespace
-
 aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   if (dst.dtype != src.dtype)
     return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
@@ -193,8 +181,11 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   }
   if (dst_cuda && src_cuda) {
     StreamRef stream;
-    AOTIRT_TRY(stream_after(src, &stream));
-    if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+    AOTIRT_TRY(stream_for_device(src.storage->device_index, &stream));
+    // The copy reads src and writes dst: it waits for the work on both, and
+    // neither memory may be handed out again before it is done.
+    AOTIRT_TRY(use_on(src, stream.get()));
+    AOTIRT_TRY(use_on(dst, stream.get()));
     AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
     dst.stream = std::move(stream);
     return AOTIRT_OK;
@@ -221,7 +212,7 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
     return fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
   StreamRef stream;
   AOTIRT_TRY(stream_for_device(dst.storage->device_index, &stream));
-  if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+  AOTIRT_TRY(use_on(dst, stream.get()));
   AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
                                   cudaMemcpyHostToDevice, stream->handle));
   dst.stream = std::move(stream);

@@ -238,13 +238,7 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
   Tensor& target = *inputs_[i];
   Stream* stream = stream_.get();
   if (source.storage->device_type == AOTIRT_DEVICE_CUDA) {
-    Stream* producer = source.stream.get();
-    if (producer && producer != stream && producer->handle != stream->handle) {
-      // Produced on another stream: the copy waits for it on the device, and
-      // its memory is not recycled before this stream has read it.
-      AOTIRT_TRY(producer->order_before(stream));
-      source.storage->record_user(stream);
-    }
+    AOTIRT_TRY(use_on(source, stream));
     return copy_device_to_device(target, source, stream);
   }
   const size_t nbytes = static_cast<size_t>(target.numel()) * target.itemsize();

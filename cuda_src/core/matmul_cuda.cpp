@@ -19,17 +19,6 @@ namespace aotirt {
 namespace matmul {
 namespace {
 
-// The stream-ordering a consumer on `stream` owes tensor `t`: wait for its
-// producer, and keep its memory from being reused before `stream` is done.
-aotirt_status use_on(const Tensor& t, Stream* stream) {
-  Stream* producer = t.stream.get();
-  if (producer && producer != stream && producer->handle != stream->handle)
-    AOTIRT_TRY(producer->order_before(stream));
-  Storage& storage = *t.storage;
-  if (storage.owner == Storage::Owner::Pool && storage.stream.get() != stream) storage.record_user(stream);
-  return AOTIRT_OK;
-}
-
 // A contiguous copy of `t`, queued on `stream`.
 aotirt_status contiguous_copy(const Tensor& t, const StreamRef& stream, Tensor* out) {
   AOTIRT_TRY(empty_like(t, stream, out));

@@ -307,6 +307,17 @@ aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes
 
 Tensor* alias(const Tensor& t) { return new (std::nothrow) Tensor(t); }
 
+aotirt_status use_on(const Tensor& t, Stream* user) {
+  if (t.stream) AOTIRT_TRY(t.stream->order_before(user));  // nothing to do on the same stream
+  // Checked against the storage's stream, not the tensor's: a view may have
+  // moved to `user` (its producer) while the memory is still freed on the
+  // stream it was allocated on. A storage with no stream (host memory, a
+  // model's own blob) is never freed stream-ordered: nothing to note.
+  Storage& storage = *t.storage;
+  if (storage.stream && storage.stream->handle != user->handle) storage.record_user(user);
+  return AOTIRT_OK;
+}
+
 }  // namespace aotirt
 
 int64_t AtenTensorOpaque::numel() const {
