@@ -111,21 +111,17 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
   StreamRef stream = t.stream;
   if (!stream) AOTIRT_TRY(shared_stream(storage.device_index, &stream));
   const void* source = t.data();
-  void* staging = nullptr;
+  // Freed (stream-ordered, so after the copy that reads it) when this returns.
+  StorageRef staging;
   if (!t.is_contiguous()) {
     // Gather on the device first: one contiguous DMA beats many small ones.
-    AOTIRT_TRY(configure_pool(stream->device));
-    AOTIRT_CUDA_TRY(cudaMallocAsync(&staging, needed, stream->handle));
-    aotirt_status status = strided_copy_on_device(staging, contiguous_layout_of(t), t.data(),
-                                                  layout_of(t), numel, itemsize, stream.get());
-    if (status != AOTIRT_OK) {
-      cudaFreeAsync(staging, stream->handle);
-      return status;
-    }
-    source = staging;
+    // Through the stream's block cache, like every temporary.
+    AOTIRT_TRY(allocate_storage(needed, AOTIRT_DEVICE_CUDA, stream->device, stream, &staging));
+    AOTIRT_TRY(strided_copy_on_device(staging->data, contiguous_layout_of(t), t.data(), layout_of(t), numel,
+                                      itemsize, stream.get()));
+    source = staging->data;
   }
   cudaError_t copied = cudaMemcpyAsync(dst, source, needed, cudaMemcpyDeviceToHost, stream->handle);
-  if (staging) cudaFreeAsync(staging, stream->handle);
   if (copied != cudaSuccess) return fail_cuda(copied, "cudaMemcpyAsync(device to host)");
   // The one place the host waits for the GPU (shared/DESIGN.md, "The one rule").
   // A fault in any earlier kernel on this stream surfaces here.
