@@ -250,14 +250,8 @@ aotirt_status compute(Problem& p, const Tensor* const* inputs, int n_inputs, con
   if (out.storage->device_type == AOTIRT_DEVICE_CPU) return attention::run_cpu(p);
   StreamRef stream;
   AOTIRT_TRY(stream_for_device(out.storage->device_index, &stream));
-  for (int i = 0; i < n_inputs; ++i) {
-    const Tensor* t = inputs[i];
-    if (!t || !t->stream || t->stream.get() == stream.get() || t->stream->handle == stream->handle) continue;
-    // Produced on another stream: wait for it on the device, and keep its
-    // memory from being recycled before this stream is done reading it.
-    AOTIRT_TRY(t->stream->order_before(stream.get()));
-    t->storage->record_user(stream.get());
-  }
+  for (int i = 0; i < n_inputs; ++i)
+    if (inputs[i]) AOTIRT_TRY(use_on(*inputs[i], stream.get()));
   return attention::run_cuda(p, stream.get());
 }
 
@@ -311,8 +305,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     const int64_t lse_sizes[3] = {p.batch, p.heads, lse_len};
     AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, 6, *query, &lse));
     p.lse_padding = lse_len - p.q_len;
-    AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
-    AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
+    // Placeholders are made only for the outputs asked for (hand_out drops
+    // the rest): no host allocations for nothing on every call.
+    if (ret2) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
+    if (ret3) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
     const Tensor* inputs[4] = {query, key, value, bias};
     AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, compute_log_sumexp ? lse.get() : nullptr));
     aotirt::hand_out(out, ret0);
@@ -349,8 +345,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_q));
     if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_k));
     if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));
-    AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
-    AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
+    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
+    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
     const Tensor* inputs[4] = {query, key, value, bias};
     AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, lse.get()));
     aotirt::hand_out(out, ret0);
@@ -397,8 +393,8 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     // The generator state: uint64 [2] and [] in torch, which has no aotirt
     // dtype; int64 has the same bytes, and nobody reads them without dropout.
     const int64_t two = 2;
-    AOTIRT_TRY(aotirt::rng_placeholder(1, &two, &rng_state));
-    AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &unused));
+    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(1, &two, &rng_state));
+    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &unused));
     if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));  // torch.empty(0, dtype=query.dtype)
     const Tensor* inputs[3] = {query, key, value};
     AOTIRT_TRY(aotirt::compute(p, inputs, 3, *out, lse.get()));

@@ -111,21 +111,17 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
   StreamRef stream = t.stream;
   if (!stream) AOTIRT_TRY(shared_stream(storage.device_index, &stream));
   const void* source = t.data();
-  void* staging = nullptr;
+  // Freed (stream-ordered, so after the copy that reads it) when this returns.
+  StorageRef staging;
   if (!t.is_contiguous()) {
     // Gather on the device first: one contiguous DMA beats many small ones.
-    AOTIRT_TRY(configure_pool(stream->device));
-    AOTIRT_CUDA_TRY(cudaMallocAsync(&staging, needed, stream->handle));
-    aotirt_status status = strided_copy_on_device(staging, contiguous_layout_of(t), t.data(),
-                                                  layout_of(t), numel, itemsize, stream.get());
-    if (status != AOTIRT_OK) {
-      cudaFreeAsync(staging, stream->handle);
-      return status;
-    }
-    source = staging;
+    // Through the stream's block cache, like every temporary.
+    AOTIRT_TRY(allocate_storage(needed, AOTIRT_DEVICE_CUDA, stream->device, stream, &staging));
+    AOTIRT_TRY(strided_copy_on_device(staging->data, contiguous_layout_of(t), t.data(), layout_of(t), numel,
+                                      itemsize, stream.get()));
+    source = staging->data;
   }
   cudaError_t copied = cudaMemcpyAsync(dst, source, needed, cudaMemcpyDeviceToHost, stream->handle);
-  if (staging) cudaFreeAsync(staging, stream->handle);
   if (copied != cudaSuccess) return fail_cuda(copied, "cudaMemcpyAsync(device to host)");
   // The one place the host waits for the GPU (shared/DESIGN.md, "The one rule").
   // A fault in any earlier kernel on this stream surfaces here.
@@ -162,18 +158,6 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
                        static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
 }
 
-namespace {
-
-// The stream that work on CUDA tensor `t` should go to now, ordered after
-// whatever produced `t`.
-aotirt_status stream_after(const Tensor& t, StreamRef* out) {
-  AOTIRT_TRY(stream_for_device(t.storage->device_index, out));
-  if (t.stream && t.stream.get() != out->get()) AOTIRT_TRY(t.stream->order_before(out->get()));
-  return AOTIRT_OK;
-}
-
-}  // namespace
-
 aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   if (dst.dtype != src.dtype)
     return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
@@ -193,8 +177,11 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   }
   if (dst_cuda && src_cuda) {
     StreamRef stream;
-    AOTIRT_TRY(stream_after(src, &stream));
-    if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+    AOTIRT_TRY(stream_for_device(src.storage->device_index, &stream));
+    // The copy reads src and writes dst: it waits for the work on both, and
+    // neither memory may be handed out again before it is done.
+    AOTIRT_TRY(use_on(src, stream.get()));
+    AOTIRT_TRY(use_on(dst, stream.get()));
     AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
     dst.stream = std::move(stream);
     return AOTIRT_OK;
@@ -221,7 +208,7 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
     return fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
   StreamRef stream;
   AOTIRT_TRY(stream_for_device(dst.storage->device_index, &stream));
-  if (dst.stream && dst.stream.get() != stream.get()) AOTIRT_TRY(dst.stream->order_before(stream.get()));
+  AOTIRT_TRY(use_on(dst, stream.get()));
   AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
                                   cudaMemcpyHostToDevice, stream->handle));
   dst.stream = std::move(stream);

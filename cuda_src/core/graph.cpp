@@ -36,6 +36,12 @@ std::string cuda_reason(cudaError_t err, const char* call) {
   return std::string(cudaGetErrorName(err)) + ": " + cudaGetErrorString(err) + " (in " + call + ")";
 }
 
+// closed() reads what close() writes under the handle's lock.
+bool handle_closed(aotirt_handle& handle) {
+  std::unique_lock<std::mutex> open = handle.hold_open();
+  return handle.closed();
+}
+
 // Tensors a run returned, deleted unless taken.
 struct OwnedTensors {
   std::vector<Tensor*> items;
@@ -60,7 +66,7 @@ aotirt_status aotirt_graph::capture(aotirt_handle* handle, Tensor* const* exampl
   if (handle->device_type() != AOTIRT_DEVICE_CUDA)
     return fail(AOTIRT_ERROR_TYPE, "CUDA graphs capture runs of CUDA handles; the handle for " + handle->path() +
                                        " runs on the CPU");
-  if (handle->closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + handle->path() + " is closed");
+  if (handle_closed(*handle)) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + handle->path() + " is closed");
   if (num_inputs != handle->num_inputs())
     return fail(AOTIRT_ERROR_VALUE, "the model takes " + std::to_string(handle->num_inputs()) + " inputs, got " +
                                         std::to_string(num_inputs) + " example inputs");
@@ -93,7 +99,11 @@ aotirt_status aotirt_graph::capture(aotirt_handle* handle, Tensor* const* exampl
   AOTIRT_TRY(graph->record(feedback, num_feedback));
   // The first launch, on the example inputs: the static outputs hold its
   // results right away, as a run's outputs would, and the graph's memory
-  // exists from here on (graph_memory.h).
+  // exists from here on (graph_memory.h). The handle is held open until it is
+  // queued: another thread may have closed it since the captured run.
+  std::unique_lock<std::mutex> open = handle->hold_open();
+  if (handle->closed())
+    return fail(AOTIRT_ERROR_CLOSED, "the handle for " + handle->path() + " was closed during the capture");
   AOTIRT_TRY(graph->launch());
   *out = graph.release();
   return AOTIRT_OK;
@@ -238,13 +248,7 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
   Tensor& target = *inputs_[i];
   Stream* stream = stream_.get();
   if (source.storage->device_type == AOTIRT_DEVICE_CUDA) {
-    Stream* producer = source.stream.get();
-    if (producer && producer != stream && producer->handle != stream->handle) {
-      // Produced on another stream: the copy waits for it on the device, and
-      // its memory is not recycled before this stream has read it.
-      AOTIRT_TRY(producer->order_before(stream));
-      source.storage->record_user(stream);
-    }
+    AOTIRT_TRY(use_on(source, stream));
     return copy_device_to_device(target, source, stream);
   }
   const size_t nbytes = static_cast<size_t>(target.numel()) * target.itemsize();
@@ -263,6 +267,10 @@ aotirt_status aotirt_graph::launch() {
 aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Tensor** outputs) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "this CUDA graph of " + where() + " is closed");
+  // Until the launch is queued: the graph reads the model's weights, which
+  // close() frees and an update replaces. Always the graph's lock first, then
+  // the handle's: nothing that holds the handle's takes a graph's.
+  std::unique_lock<std::mutex> open = handle_->hold_open();
   if (handle_->closed())
     return fail(AOTIRT_ERROR_CLOSED, "the handle for " + where() + " is closed: its CUDA graph cannot be replayed");
   if (handle_->constants_version() != constants_version_)

@@ -7,25 +7,6 @@ namespace {
 
 thread_local CaptureState* tls_capture = nullptr;
 
-// `waiter` waits, on the device, for the work queued on `producer` so far.
-// Raw CUDA calls, no fail(): this runs in destructors, which cannot report
-// and must leave the thread's last error alone. A call that fails means the
-// context is broken, and with it the work there was to wait for.
-void order_quietly(const Stream& producer, const Stream& waiter) {
-  if (producer.handle == waiter.handle) return;
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) return;
-  // An event is recorded on streams of its own device only.
-  if (previous != producer.device && cudaSetDevice(producer.device) != cudaSuccess) return;
-  cudaEvent_t event = nullptr;
-  if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess) {
-    if (cudaEventRecord(event, producer.handle) == cudaSuccess) (void)cudaStreamWaitEvent(waiter.handle, event, 0);
-    // Not a wait: CUDA releases the event once the wait above is resolved.
-    (void)cudaEventDestroy(event);
-  }
-  if (previous != producer.device) (void)cudaSetDevice(previous);
-}
-
 }  // namespace
 
 GraphMemory::~GraphMemory() {
@@ -35,8 +16,8 @@ GraphMemory::~GraphMemory() {
   // memory is gone with the context anyway.
   Stream& launch = *launch_stream_;
   for (const Kept& k : kept_) {
-    order_quietly(*k.stream, launch);
-    for (const StreamRef& user : k.users) order_quietly(*user, launch);
+    k.stream->order_before_quietly(&launch);
+    for (const StreamRef& user : k.users) user->order_before_quietly(&launch);
     (void)cudaFreeAsync(k.data, launch.handle);
   }
   // A graph allocation exists only from the graph's first launch on; before

@@ -327,15 +327,7 @@ void CudaHandle::after_run() {
   previous_device_ = -1;
 }
 
-aotirt_status CudaHandle::order_input(Tensor& input, Stream* on) {
-  Stream* producer = input.stream.get();
-  if (!producer || producer == on || producer->handle == on->handle) return AOTIRT_OK;
-  // Produced on another stream: wait for it on the device, and make sure its
-  // memory is not recycled before this stream is done reading it.
-  AOTIRT_TRY(producer->order_before(on));
-  input.storage->record_user(on);
-  return AOTIRT_OK;
-}
+aotirt_status CudaHandle::order_input(Tensor& input, Stream* on) { return use_on(input, on); }
 
 void CudaHandle::adopt_output(Tensor& output) {
   if (output.stream.get() != stream_.get()) output.stream = stream_;

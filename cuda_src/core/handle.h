@@ -49,6 +49,10 @@ struct aotirt_handle {
                     size_t num_outputs, aotirt::Stream* on = nullptr);
   aotirt_status close();
   aotirt_status update_constants_from_blob(const uint8_t* blob);
+  // The lock run(), close() and update_constants_from_blob() take: held, the
+  // container stays open with the same weights. For work that uses them
+  // without run() (a CUDA graph's launch); never held across run().
+  std::unique_lock<std::mutex> hold_open() { return std::unique_lock<std::mutex>(run_mutex_); }
 
   const std::string& path() const { return path_; }
   int32_t device_type() const { return device_type_; }

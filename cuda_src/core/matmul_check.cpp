@@ -24,6 +24,11 @@ std::string where(const Tensor& t) {
   return s;
 }
 
+// "<shim>: ", the start of every message. Built only once a check has failed:
+// the checks run on every call, and a shim's name is longer than fits in a
+// std::string without a heap allocation.
+std::string prefix(const char* name) { return std::string(name) + ": "; }
+
 bool supported_dtype(int32_t dtype) { return dtype == 5 || dtype == 6 || dtype == 7 || dtype == 15; }
 
 // A 3-D view [batch, rows, cols] of a 2-D or 3-D tensor.
@@ -75,11 +80,10 @@ bool same_elements(const Tensor& x, const Tensor& y) {
 aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, const Tensor* self,
                       const Tensor* mat1, const Tensor* mat2, double beta, double alpha, bool batched,
                       Problem* p) {
-  const std::string who = name;
   const bool addmm = self != nullptr;
   // In torch's signatures the left factor of mm and bmm is called `self`.
   const char* left_name = addmm ? "mat1" : "self";
-  if (!out || !mat1 || !mat2) return fail(AOTIRT_ERROR_VALUE, who + ": a tensor handle is NULL");
+  if (!out || !mat1 || !mat2) return fail(AOTIRT_ERROR_VALUE, prefix(name) + "a tensor handle is NULL");
 
   struct Arg {
     const char* name;
@@ -87,18 +91,18 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   } args[] = {{"out", out}, {left_name, mat1}, {"mat2", mat2}, {"self", addmm ? self : nullptr}};
   for (const Arg& arg : args) {
     if (!arg.t) continue;
-    if (!arg.t->storage) return fail(AOTIRT_ERROR_VALUE, who + ": " + arg.name + " has no storage");
+    if (!arg.t->storage) return fail(AOTIRT_ERROR_VALUE, prefix(name) + arg.name + " has no storage");
     if (!supported_dtype(arg.t->dtype))
-      return fail(AOTIRT_ERROR_TYPE, who + ": " + arg.name + " is " + dtype_name(arg.t->dtype) +
+      return fail(AOTIRT_ERROR_TYPE, prefix(name) + arg.name + " is " + dtype_name(arg.t->dtype) +
                                          "; supported dtypes are float32, float64, float16 and bfloat16");
     if (arg.t->dtype != out->dtype)
-      return fail(AOTIRT_ERROR_TYPE, who + ": " + arg.name + " is " + dtype_name(arg.t->dtype) + " but out is " +
+      return fail(AOTIRT_ERROR_TYPE, prefix(name) + arg.name + " is " + dtype_name(arg.t->dtype) + " but out is " +
                                          dtype_name(out->dtype) + " (every operand must have one dtype)");
     if (arg.t->storage->device_type != device_type)
-      return fail(AOTIRT_ERROR_VALUE, who + ": " + arg.name + " is on " + where(*arg.t) + ", expected " +
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + arg.name + " is on " + where(*arg.t) + ", expected " +
                                           device_name(device_type));
     if (arg.t->storage->device_index != out->storage->device_index && device_type == AOTIRT_DEVICE_CUDA)
-      return fail(AOTIRT_ERROR_VALUE, who + ": " + arg.name + " is on " + where(*arg.t) + " but out is on " +
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + arg.name + " is on " + where(*arg.t) + " but out is on " +
                                           where(*out) + " (every operand must be on one device)");
   }
 
@@ -106,7 +110,7 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   for (int i = 0; i < 3; ++i) {  // self (args[3]) broadcasts: checked below
     const Arg& arg = args[i];
     if (arg.t->ndim != rank)
-      return fail(AOTIRT_ERROR_VALUE, who + ": " + arg.name + " must be " + std::to_string(rank) + "-D, got " +
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + arg.name + " must be " + std::to_string(rank) + "-D, got " +
                                           std::to_string(arg.t->ndim) + "-D " + shape_of(*arg.t));
   }
   Problem q;
@@ -119,10 +123,10 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   q.k = q.a.sizes[2];
   q.n = q.b.sizes[2];
   if (q.b.sizes[0] != q.batch)
-    return fail(AOTIRT_ERROR_VALUE, who + ": " + left_name + " " + shape_of(*mat1) + " and mat2 " + shape_of(*mat2) +
+    return fail(AOTIRT_ERROR_VALUE, prefix(name) + left_name + " " + shape_of(*mat1) + " and mat2 " + shape_of(*mat2) +
                                         " have different batch sizes");
   if (q.b.sizes[1] != q.k)
-    return fail(AOTIRT_ERROR_VALUE, who + ": " + left_name + " " + shape_of(*mat1) + " and mat2 " + shape_of(*mat2) +
+    return fail(AOTIRT_ERROR_VALUE, prefix(name) + left_name + " " + shape_of(*mat1) + " and mat2 " + shape_of(*mat2) +
                                         " cannot be multiplied (inner sizes " + std::to_string(q.k) + " and " +
                                         std::to_string(q.b.sizes[1]) + " differ)");
   if (q.out.sizes[0] != q.batch || q.out.sizes[1] != q.m || q.out.sizes[2] != q.n) {
@@ -130,11 +134,11 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
     expected.ndim = rank;
     const int64_t dims[] = {q.batch, q.m, q.n};
     for (int64_t d = 0; d < rank; ++d) expected.sizes[d] = dims[3 - rank + d];
-    return fail(AOTIRT_ERROR_VALUE, who + ": out is " + shape_of(*out) + ", expected " + shape_of(expected));
+    return fail(AOTIRT_ERROR_VALUE, prefix(name) + "out is " + shape_of(*out) + ", expected " + shape_of(expected));
   }
   for (int64_t d = 0; d < 3 && q.out.numel() > 0; ++d)  // an empty out is never written
     if (q.out.sizes[d] > 1 && q.out.strides[d] == 0)
-      return fail(AOTIRT_ERROR_VALUE, who + ": out has stride 0 in a dimension of size " +
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + "out has stride 0 in a dimension of size " +
                                           std::to_string(q.out.sizes[d]) +
                                           " (its elements overlap, so it cannot be written)");
 
@@ -142,7 +146,7 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
     // Broadcast self to [M, N] as torch does: align trailing dimensions; a
     // missing or size-1 dimension repeats (stride 0).
     if (self->ndim > 2)
-      return fail(AOTIRT_ERROR_VALUE, who + ": self must have at most 2 dimensions, got " + shape_of(*self));
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + "self must have at most 2 dimensions, got " + shape_of(*self));
     Tensor s = *self;
     s.ndim = 3;
     const int64_t target[] = {1, q.m, q.n};
@@ -151,7 +155,7 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
       int64_t size = from >= 0 ? self->sizes[from] : 1;
       int64_t stride = from >= 0 ? self->strides[from] : 0;
       if (size != target[d] && size != 1)
-        return fail(AOTIRT_ERROR_VALUE, who + ": self " + shape_of(*self) + " does not broadcast to [" +
+        return fail(AOTIRT_ERROR_VALUE, prefix(name) + "self " + shape_of(*self) + " does not broadcast to [" +
                                             std::to_string(q.m) + ", " + std::to_string(q.n) + "]");
       s.sizes[d] = target[d];
       s.strides[d] = size == target[d] ? stride : 0;

@@ -19,17 +19,6 @@ namespace aotirt {
 namespace matmul {
 namespace {
 
-// The stream-ordering a consumer on `stream` owes tensor `t`: wait for its
-// producer, and keep its memory from being reused before `stream` is done.
-aotirt_status use_on(const Tensor& t, Stream* stream) {
-  Stream* producer = t.stream.get();
-  if (producer && producer != stream && producer->handle != stream->handle)
-    AOTIRT_TRY(producer->order_before(stream));
-  Storage& storage = *t.storage;
-  if (storage.owner == Storage::Owner::Pool && storage.stream.get() != stream) storage.record_user(stream);
-  return AOTIRT_OK;
-}
-
 // A contiguous copy of `t`, queued on `stream`.
 aotirt_status contiguous_copy(const Tensor& t, const StreamRef& stream, Tensor* out) {
   AOTIRT_TRY(empty_like(t, stream, out));
@@ -50,7 +39,6 @@ cudaDataType_t data_type(int32_t dtype) {
 }  // namespace
 
 aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
-  const std::string who = p.name;
   if (p.batch == 0 || p.m == 0 || p.n == 0) return AOTIRT_OK;  // no output elements
   const int device = p.out.storage->device_index;
   AOTIRT_TRY(check_device_usable(device));
@@ -74,7 +62,7 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
   const int64_t limits[] = {plan.m, plan.n, plan.k, plan.x.ld, plan.y.ld, plan.c.ld, p.batch};
   for (int64_t v : limits)
     if (!fits_int(v))
-      return fail(AOTIRT_ERROR_VALUE, who + ": a size or leading dimension of " + std::to_string(v) +
+      return fail(AOTIRT_ERROR_VALUE, std::string(p.name) + ": a size or leading dimension of " + std::to_string(v) +
                                           " exceeds cuBLAS's 32-bit limit");
 
   // The copies the plan asks for are contiguous, with the strides it assumed.

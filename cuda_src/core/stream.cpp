@@ -10,7 +10,24 @@
 
 namespace aotirt {
 void forget_shared_stream(aotirt_stream* stream);
+
+namespace {
+
+// A new event of `device`, or nullptr when CUDA refuses. Raw CUDA calls, no
+// fail(): for destructors, which must leave the thread's last error alone.
+cudaEvent_t new_event_quietly(int device) {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) return nullptr;
+  // An event is recorded on streams of its own device only.
+  if (previous != device && cudaSetDevice(device) != cudaSuccess) return nullptr;
+  cudaEvent_t event = nullptr;
+  if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) event = nullptr;
+  if (previous != device) (void)cudaSetDevice(previous);
+  return event;
 }
+
+}  // namespace
+}  // namespace aotirt
 
 aotirt_stream::~aotirt_stream() {
   if (shared) aotirt::forget_shared_stream(this);
@@ -21,18 +38,31 @@ aotirt_stream::~aotirt_stream() {
   if (release) release(release_ctx);
 }
 
-aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
-  if (waiter == this || waiter->handle == handle) return AOTIRT_OK;
-  aotirt::CaptureState* waiting_capture = waiter->capture.load(std::memory_order_acquire);
+aotirt_stream::Ordering aotirt_stream::ordering_for(const aotirt_stream& waiter,
+                                                   aotirt::CaptureState** waiting_capture) const {
+  if (&waiter == this || waiter.handle == handle) return Ordering::None;
+  *waiting_capture = waiter.capture.load(std::memory_order_acquire);
   aotirt::CaptureState* own_capture = capture.load(std::memory_order_acquire);
-  if (own_capture && own_capture != waiting_capture)
-    // The event would be recorded into the graph, and a stream waiting for
-    // it would be pulled into the capture.
-    return aotirt::fail(AOTIRT_ERROR_VALUE, "work being captured into a CUDA graph cannot be waited for by "
-                                            "a stream outside the capture");
-  if (waiting_capture && !own_capture) {
-    waiting_capture->wait_before_launch(this);
-    return AOTIRT_OK;
+  // The event would be recorded into the graph, and a stream waiting for it
+  // would be pulled into the capture.
+  if (own_capture && own_capture != *waiting_capture) return Ordering::Refused;
+  if (*waiting_capture && !own_capture) return Ordering::AtLaunch;
+  return Ordering::Event;
+}
+
+aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
+  aotirt::CaptureState* waiting_capture = nullptr;
+  switch (ordering_for(*waiter, &waiting_capture)) {
+    case Ordering::None:
+      return AOTIRT_OK;
+    case Ordering::Refused:
+      return aotirt::fail(AOTIRT_ERROR_VALUE, "work being captured into a CUDA graph cannot be waited for by "
+                                              "a stream outside the capture");
+    case Ordering::AtLaunch:
+      waiting_capture->wait_before_launch(this);
+      return AOTIRT_OK;
+    case Ordering::Event:
+      break;
   }
   std::lock_guard<std::mutex> lock(event_mutex_);
   if (!order_event_) {
@@ -43,6 +73,24 @@ aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
   AOTIRT_CUDA_TRY(cudaEventRecord(order_event_, handle));
   AOTIRT_CUDA_TRY(cudaStreamWaitEvent(waiter->handle, order_event_, 0));
   return AOTIRT_OK;
+}
+
+void aotirt_stream::order_before_quietly(aotirt_stream* waiter) {
+  aotirt::CaptureState* waiting_capture = nullptr;
+  switch (ordering_for(*waiter, &waiting_capture)) {
+    case Ordering::None:
+    case Ordering::Refused:
+      return;
+    case Ordering::AtLaunch:
+      waiting_capture->wait_before_launch(this);
+      return;
+    case Ordering::Event:
+      break;
+  }
+  std::lock_guard<std::mutex> lock(event_mutex_);
+  if (!order_event_) order_event_ = aotirt::new_event_quietly(device);
+  if (order_event_ && cudaEventRecord(order_event_, handle) == cudaSuccess)
+    (void)cudaStreamWaitEvent(waiter->handle, order_event_, 0);
 }
 
 namespace aotirt {
@@ -106,6 +154,15 @@ StreamRef adopt_stream(cudaStream_t handle, int device) {
   stream->device = device;
   stream->owned = false;
   return StreamRef::adopt(stream);
+}
+
+cudaEvent_t record_event_quietly(const Stream& stream) {
+  cudaEvent_t event = new_event_quietly(stream.device);
+  if (event && cudaEventRecord(event, stream.handle) != cudaSuccess) {
+    (void)cudaEventDestroy(event);
+    event = nullptr;
+  }
+  return event;
 }
 
 Stream* current_stream() { return tls_current_stream; }

@@ -37,6 +37,11 @@ struct aotirt_stream : aotirt::RefCounted {
   // (CaptureState::wait_before_launch); work captured on this stream cannot
   // be waited for outside its capture (an error).
   aotirt_status order_before(aotirt_stream* waiter);
+  // order_before for destructors, which cannot report and must leave the
+  // thread's last error alone: an ordering order_before would refuse is
+  // skipped, and a CUDA call that fails is ignored (it means the context is
+  // broken, and with it the work there was to wait for).
+  void order_before_quietly(aotirt_stream* waiter);
 
   // Device blocks freed on this stream, for its next allocations. Only
   // streams aotirt owns cache: an adopted stream may be destroyed by its
@@ -44,6 +49,11 @@ struct aotirt_stream : aotirt::RefCounted {
   aotirt::BlockCache* cache() { return owned ? &cache_ : nullptr; }
 
  private:
+  // How `waiter` is ordered after this stream, given the captures of both
+  // (order_before says why); `waiting_capture` receives the waiter's.
+  enum class Ordering { None, Refused, AtLaunch, Event };
+  Ordering ordering_for(const aotirt_stream& waiter, aotirt::CaptureState** waiting_capture) const;
+
   aotirt::BlockCache cache_;
   std::mutex event_mutex_;
   cudaEvent_t order_event_ = nullptr;  // reused: a wait captures the record at call time
@@ -57,6 +67,11 @@ using StreamRef = Ref<Stream>;
 aotirt_status shared_stream(int device, StreamRef* out);
 aotirt_status create_stream(int device, StreamRef* out);
 StreamRef adopt_stream(cudaStream_t handle, int device);
+
+// A new event recorded on `stream` (any device) after the work queued there
+// so far, or nullptr when CUDA refuses. Raw CUDA calls, no fail(): for
+// destructors, which must leave the thread's last error alone.
+cudaEvent_t record_event_quietly(const Stream& stream);
 
 // The thread's current stream: set by a handle for the duration of a run and
 // by the shims' stream guards. nullptr when none is set.

@@ -29,20 +29,12 @@ std::vector<PendingRelease>& pending_releases() {
   return *pending;
 }
 
-// Records an event on `stream` (any device). Raw CUDA calls, no fail(): this
-// runs in destructors, which must leave the thread's last error alone.
+// Records an event on `stream` (any device), silently: this runs in
+// destructors.
 bool record_done(const Stream& stream, std::vector<cudaEvent_t>* events) {
-  int previous = -1;
-  if (cudaGetDevice(&previous) != cudaSuccess) return false;
-  if (previous != stream.device && cudaSetDevice(stream.device) != cudaSuccess) return false;
-  cudaEvent_t event = nullptr;
-  bool ok = cudaEventCreateWithFlags(&event, cudaEventDisableTiming) == cudaSuccess;
-  if (ok) {
-    events->push_back(event);
-    ok = cudaEventRecord(event, stream.handle) == cudaSuccess;
-  }
-  if (previous != stream.device) cudaSetDevice(previous);
-  return ok;
+  cudaEvent_t event = record_event_quietly(stream);
+  if (event) events->push_back(event);
+  return event != nullptr;
 }
 
 }  // namespace
@@ -131,7 +123,7 @@ void Storage::release_pool_block() {
   }
   // Every other stream that used the memory must be done with it before
   // the pool hands it out again; the waits are on the device, not here.
-  for (const StreamRef& user : other_users_) user->order_before(stream.get());
+  for (const StreamRef& user : other_users_) user->order_before_quietly(stream.get());
   // Kept for the stream's next allocation when it has room; else back
   // to the pool. Errors cannot be reported from a destructor; after a
   // sticky CUDA error the context, and this memory with it, is gone.
@@ -150,7 +142,7 @@ void Storage::release_graph_allocation() {
   // The graph's memory: freed and allocated again by each launch, and freed
   // for good by graph_memory once the graph and this storage are gone, on the
   // launch stream, which must first wait for the other streams that used it.
-  for (const StreamRef& user : other_users_) user->order_before(graph_memory->launch_stream());
+  for (const StreamRef& user : other_users_) user->order_before_quietly(graph_memory->launch_stream());
 }
 
 void Storage::record_user(Stream* user) {
@@ -306,6 +298,17 @@ aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes
 }
 
 Tensor* alias(const Tensor& t) { return new (std::nothrow) Tensor(t); }
+
+aotirt_status use_on(const Tensor& t, Stream* user) {
+  if (t.stream) AOTIRT_TRY(t.stream->order_before(user));  // nothing to do on the same stream
+  // Checked against the storage's stream, not the tensor's: a view may have
+  // moved to `user` (its producer) while the memory is still freed on the
+  // stream it was allocated on. A storage with no stream (host memory, a
+  // model's own blob) is never freed stream-ordered: nothing to note.
+  Storage& storage = *t.storage;
+  if (storage.stream && storage.stream->handle != user->handle) storage.record_user(user);
+  return AOTIRT_OK;
+}
 
 }  // namespace aotirt
 

@@ -105,4 +105,11 @@ aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes
                           StreamRef stream, Tensor** out);
 // A new handle to the same view and storage as `t`; nullptr when out of memory.
 Tensor* alias(const Tensor& t);
+
+// What work queued on `user` owes CUDA tensor `t` before it reads or writes
+// it: a wait, on the device, for the stream that produced `t`; and a note on
+// the storage that `user` uses the memory, so that its stream-ordered free
+// (whichever the owner: pool, borrowed or graph) waits for `user` as well.
+// No host wait.
+aotirt_status use_on(const Tensor& t, Stream* user);
 }  // namespace aotirt
