@@ -117,8 +117,9 @@ class BuildAotirt(build_ext):
             self.build_core(core_sources, core)
 
         src = os.path.join(ROOT, "cuda_src")
+        # .inc: kernels_api.inc, the kernel declarations kernels.h includes.
         model_headers = headers + [os.path.join(src, d, h) for d in ("models", "kernels")
-                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh"))]
+                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh", ".inc"))]
         cpu_builds = []
         cuda_targets = []  # (sources, defines, library)
         for name, (common, cpu_only, cuda_only) in MODELS.items():

@@ -7,11 +7,7 @@
 #include "container.h"
 #include "pipeline.h"
 
-#if defined(AOTIRT_MODEL_CUDA)
-namespace k = kernels::cuda;
-#else
-namespace k = kernels::cpu;
-#endif
+namespace k = kernels::active;
 
 using namespace pipeline;
 
