@@ -24,7 +24,11 @@ namespace {
 // The weights, in file order (make_weights.py writes them so).
 enum Weight : size_t { kEmbedding, kWq, kWk, kWv, kW1, kB1, kW2, kB2 };
 
-const Layout& layout() {
+}  // namespace
+
+// The weights' shapes, in the same order; update_constants (pipeline.cpp)
+// loads a blob with it.
+const Layout& pipeline::layout() {
   static const Layout l = {
       {"embedding", {kV, kD}}, {"wq", {kD, kD}}, {"wk", {kD, kD}}, {"wv", {kD, kD}},
       {"w1", {kD, kH}},        {"b1", {kH}},     {"w2", {kH, kV}}, {"b2", {kV}},
@@ -32,17 +36,11 @@ const Layout& layout() {
   return l;
 }
 
-}  // namespace
-
 namespace model {
 
 const Spec& spec() {
   static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, kBuiltForCuda};
   return s;
-}
-
-void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
-  state = load_weights(device, layout(), blob);
 }
 
 void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,

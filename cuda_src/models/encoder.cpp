@@ -16,7 +16,11 @@ namespace {
 // The weights, in file order (make_weights.py writes them so).
 enum Weight : size_t { kConvW, kConvB, kLinW, kLinB, kGamma, kBeta };
 
-const Layout& layout() {
+}  // namespace
+
+// The weights' shapes, in the same order; update_constants (pipeline.cpp)
+// loads a blob with it.
+const Layout& pipeline::layout() {
   static const Layout l = {
       {"conv_w", {kD, kF, 3}}, {"conv_b", {kD}}, {"lin_w", {kD, kD}},
       {"lin_b", {kD}},         {"gamma", {kD}},  {"beta", {kD}},
@@ -24,17 +28,11 @@ const Layout& layout() {
   return l;
 }
 
-}  // namespace
-
 namespace model {
 
 const Spec& spec() {
   static const Spec s{{"frames"}, {"hidden"}, kBuiltForCuda};
   return s;
-}
-
-void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
-  state = load_weights(device, layout(), blob);
 }
 
 void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,

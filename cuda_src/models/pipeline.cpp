@@ -84,3 +84,12 @@ void check_kernel(int status, const char* kernel) {
 }
 
 }  // namespace pipeline
+
+namespace model {
+
+// The same for both models: only the layout differs.
+void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
+  state = pipeline::load_weights(device, pipeline::layout(), blob);
+}
+
+}  // namespace model

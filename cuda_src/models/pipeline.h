@@ -45,6 +45,10 @@ class Weights : public model::State {
   std::vector<int64_t> offsets_;
 };
 
+// The model's weights, in file order: each model file defines it. The
+// shared model::update_constants (pipeline.cpp) loads a blob with it.
+const Layout& layout();
+
 // Copies a blob laid out as `layout` into new Weights on `device`. For CUDA
 // that is one cudaMemcpyAsync on the current stream: the blob is pageable
 // host memory, which CUDA has consumed when the call returns, and nothing
