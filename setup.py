@@ -25,8 +25,9 @@ CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", 
                 "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
-KERNELS_CPU = [f"kernels/{k}_cpu.cpp" for k in ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")]
-KERNELS_CUDA = [f"kernels/{k}.cu" for k in ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")]
+KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
+KERNELS_CPU = [f"kernels/{k}_cpu.cpp" for k in KERNELS]
+KERNELS_CUDA = [f"kernels/{k}.cu" for k in KERNELS]
 PIPELINE = ["models/container.cpp", "models/pipeline.cpp"]
 # Example model libraries, each built for the CPU and for CUDA:
 # name -> (sources for both builds, for the CPU build only, for CUDA only),
@@ -40,6 +41,10 @@ MODELS = {
 # Models that keep weights: compiled with AOTIRT_MODEL_HAS_STATE (their
 # container owns the weights), which make_weights.py writes beside them.
 WEIGHTS = ["encoder", "decoder"]
+# The only source that reads AOTIRT_MODEL_HAS_STATE. The CUDA builds pass it
+# to no other, so that a source shared by models with and without weights
+# (the kernels) is compiled once, not once per set of defines.
+STATE_SOURCES = ["models/container.cpp"]
 MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
 # Test-only libraries, built for CUDA only into models/testing/.
 TESTING_CUDA_MODELS = {
@@ -117,8 +122,9 @@ class BuildAotirt(build_ext):
             self.build_core(core_sources, core)
 
         src = os.path.join(ROOT, "cuda_src")
+        # .inc: kernels_api.inc, the kernel declarations kernels.h includes.
         model_headers = headers + [os.path.join(src, d, h) for d in ("models", "kernels")
-                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh"))]
+                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh", ".inc"))]
         cpu_builds = []
         cuda_targets = []  # (sources, defines, library)
         for name, (common, cpu_only, cuda_only) in MODELS.items():
@@ -182,21 +188,29 @@ class BuildAotirt(build_ext):
     def build_cuda_models(self, targets, pool):
         # Several libraries share sources (the kernels): each (source,
         # defines) pair is compiled once, all of them in parallel, then each
-        # library is linked from its objects.
+        # library is linked from its objects. AOTIRT_MODEL_HAS_STATE counts
+        # only for STATE_SOURCES, the files that read it.
+        state_sources = {os.path.join(ROOT, "cuda_src", s) for s in STATE_SOURCES}
+
+        def key(source, defines):
+            if source not in state_sources:
+                defines = [d for d in defines if d != "AOTIRT_MODEL_HAS_STATE"]
+            return source, tuple(defines)
+
         objects = {}
         for sources, defines, _target in targets:
             for source in sources:
-                key = (source, tuple(defines))
-                if key not in objects:
-                    tag = "-".join(d.lower() for d in defines)
+                k = key(source, defines)
+                if k not in objects:
+                    tag = "-".join(d.lower() for d in k[1])
                     name = os.path.relpath(source, ROOT).replace(os.sep, "_") + ".o"
-                    objects[key] = os.path.join(self.build_temp, "models", tag, name)
+                    objects[k] = os.path.join(self.build_temp, "models", tag, name)
         for obj in objects.values():
             os.makedirs(os.path.dirname(obj), exist_ok=True)
         for f in [pool.submit(self.nvcc_compile, s, o, list(d)) for (s, d), o in objects.items()]:
             f.result()
         links = [pool.submit(run, [self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target,
-                                   *[objects[(s, tuple(defines))] for s in sources],
+                                   *[objects[key(s, defines)] for s in sources],
                                    *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}"])
                  for sources, defines, target in targets]
         for f in links:

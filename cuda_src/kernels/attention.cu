@@ -15,10 +15,14 @@ constexpr int kGroup = kThreads / kValueSlices;    // output elements per pass o
 // spread over blocks, and one block keeps the softmax's max and sum in
 // shared memory without a second launch. The block is as large as a block
 // gets, so that each thread's chain of dependent loads stays short: a
-// decoder step waits on this kernel.
-__global__ void attention_kernel(const float* __restrict__ q, const float* __restrict__ k,
-                                 const float* __restrict__ v, const float* __restrict__ residual,
-                                 float* __restrict__ out, int64_t t, int64_t t_padded, int64_t dim, float scale) {
+// decoder step waits on this kernel. __launch_bounds__ tells ptxas the block
+// size, so it keeps to the 64 registers a thread may have in a 1024-thread
+// block: without it, a change that needed more would build and then fail
+// every launch with cudaErrorLaunchOutOfResources.
+__global__ void __launch_bounds__(kThreads)
+    attention_kernel(const float* __restrict__ q, const float* __restrict__ k, const float* __restrict__ v,
+                     const float* __restrict__ residual, float* __restrict__ out, int64_t t, int64_t t_padded,
+                     int64_t dim, float scale) {
   extern __shared__ float shared[];
   float* p = shared;                  // t scores, turned into unnormalised probabilities in place
   float* partial = shared + t_padded; // kThreads partial sums of the weighted sum

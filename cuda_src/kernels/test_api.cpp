@@ -4,11 +4,7 @@
 // device addresses; `stream` is a cudaStream_t (ignored on the CPU).
 #include "kernels.h"
 
-#if defined(AOTIRT_MODEL_CUDA)
-namespace k = kernels::cuda;
-#else
-namespace k = kernels::cpu;
-#endif
+namespace k = kernels::active;
 
 #define KERNEL_API extern "C" __attribute__((visibility("default")))
 

@@ -114,6 +114,7 @@ AOTIRuntimeError run_container(AOTInductorModelContainerHandle handle, AtenTenso
                                AOTInductorStreamHandle stream) {
   // The inputs are ours from here on, whatever happens next.
   std::vector<model::Tensor> inputs;
+  inputs.reserve(num_inputs);
   for (size_t i = 0; i < num_inputs; ++i) inputs.emplace_back(input_handles[i]);
   return guarded([&] {
     auto* container = reinterpret_cast<Container*>(handle);

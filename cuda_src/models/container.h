@@ -81,7 +81,8 @@ void run(const Device& device, std::vector<Tensor>& inputs, std::vector<Tensor>&
 // defines the two functions below instead of run() above; its container owns
 // the state (empty until the first update_constants), deletes it with itself,
 // and exports AOTInductorModelUpdateConstantsFromBlob. Stateless models such
-// as add_mul define only run() above.
+// as add_mul define only run() above. Only container.cpp may test the macro:
+// setup.py's CUDA builds pass it to no other source (STATE_SOURCES).
 class State {
  public:
   virtual ~State() = default;

@@ -15,11 +15,7 @@
 #include "container.h"
 #include "pipeline.h"
 
-#if defined(AOTIRT_MODEL_CUDA)
-namespace k = kernels::cuda;
-#else
-namespace k = kernels::cpu;
-#endif
+namespace k = kernels::active;
 
 using namespace pipeline;
 
@@ -28,7 +24,25 @@ namespace {
 // The weights, in file order (make_weights.py writes them so).
 enum Weight : size_t { kEmbedding, kWq, kWk, kWv, kW1, kB1, kW2, kB2 };
 
-const Layout& layout() {
+// A step's six intermediates share one scratch tensor: one allocation per
+// step (one graph node when captured) instead of six. These are where each
+// starts in it, in floats. Every size is a multiple of 16 floats, so every
+// region starts 64-byte aligned: any vector loads a compiler emits for the
+// kernels stay aligned, as in tensors of their own.
+constexpr int64_t kAtX = 0;                       // x [D]: the token's embedding
+constexpr int64_t kAtQ = kAtX + kD;               // q [D]
+constexpr int64_t kAtKeys = kAtQ + kD;            // keys [T, D]
+constexpr int64_t kAtValues = kAtKeys + kT * kD;  // values [T, D]
+constexpr int64_t kAtH = kAtValues + kT * kD;     // h [D] = x + ctx
+constexpr int64_t kAtM = kAtH + kD;               // m [H] = gelu(h @ w1 + b1)
+constexpr int64_t kScratch = kAtM + kH;
+static_assert(kD % 16 == 0 && kT * kD % 16 == 0 && kH % 16 == 0, "scratch regions must stay 64-byte aligned");
+
+}  // namespace
+
+// The weights' shapes, in the same order; update_constants (pipeline.cpp)
+// loads a blob with it.
+const Layout& pipeline::layout() {
   static const Layout l = {
       {"embedding", {kV, kD}}, {"wq", {kD, kD}}, {"wk", {kD, kD}}, {"wv", {kD, kD}},
       {"w1", {kD, kH}},        {"b1", {kH}},     {"w2", {kH, kV}}, {"b2", {kV}},
@@ -36,17 +50,11 @@ const Layout& layout() {
   return l;
 }
 
-}  // namespace
-
 namespace model {
 
 const Spec& spec() {
   static const Spec s{{"hidden", "token"}, {"logits", "next_token"}, kBuiltForCuda};
   return s;
-}
-
-void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
-  state = load_weights(device, layout(), blob);
 }
 
 void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
@@ -65,27 +73,30 @@ void run(const Device& device, const State* state, std::vector<Tensor>& inputs, 
 #endif
 
   const int32_t f32 = aoti_torch_dtype_float32();
-  Tensor x = empty_like_shape({kD}, f32, device);
-  Tensor q = empty_like_shape({kD}, f32, device);
-  Tensor keys = empty_like_shape({kT, kD}, f32, device);
-  Tensor values = empty_like_shape({kT, kD}, f32, device);
-  Tensor h = empty_like_shape({kD}, f32, device);
-  Tensor m = empty_like_shape({kH}, f32, device);
+  Tensor scratch = empty_like_shape({kScratch}, f32, device);
   Tensor logits = empty_like_shape({kV}, f32, device);
   Tensor next = empty_like_shape({1}, aoti_torch_dtype_int64(), device);
-  auto f = [](const Tensor& t) { return static_cast<float*>(t.data()); };
+  float* const base = static_cast<float*>(scratch.data());
+  float* x = base + kAtX;
+  float* q = base + kAtQ;
+  float* keys = base + kAtKeys;
+  float* values = base + kAtValues;
+  float* h = base + kAtH;
+  float* m = base + kAtM;
+  float* l = static_cast<float*>(logits.data());
 
   // Seven launches: keys and values share one, the residual add rides in
   // attention's last pass and GELU in w1's, as a compiler would fuse them (a
   // decoder step on a GPU is a chain of small kernels, each paying a launch).
-  check_kernel(k::embedding(w[kEmbedding], token, f(x), kV, kD, stream), "embedding");
-  check_kernel(k::matmul(f(x), w[kWq], nullptr, f(q), 1, kD, kD, stream), "matmul (q)");
-  check_kernel(k::matmul_pair(hidden, w[kWk], w[kWv], f(keys), f(values), kT, kD, kD, stream),
+  check_kernel(k::embedding(w[kEmbedding], token, x, kV, kD, stream), "embedding");
+  check_kernel(k::matmul(x, w[kWq], nullptr, q, 1, kD, kD, stream), "matmul (q)");
+  check_kernel(k::matmul_pair(hidden, w[kWk], w[kWv], keys, values, kT, kD, kD, stream),
                "matmul (keys and values)");
-  check_kernel(k::attention(f(q), f(keys), f(values), f(x), f(h), kT, kD, stream), "attention");  // h = x + ctx
-  check_kernel(k::matmul_gelu(f(h), w[kW1], w[kB1], f(m), 1, kH, kD, stream), "matmul + gelu (w1)");
-  check_kernel(k::matmul(f(m), w[kW2], w[kB2], f(logits), 1, kV, kH, stream), "matmul (w2)");
-  check_kernel(k::argmax(f(logits), kV, static_cast<int64_t*>(next.data()), stream), "argmax");
+  check_kernel(k::attention(q, keys, values, x, h, kT, kD, stream), "attention");  // h = x + ctx
+  check_kernel(k::matmul_gelu(h, w[kW1], w[kB1], m, 1, kH, kD, stream), "matmul + gelu (w1)");
+  check_kernel(k::matmul(m, w[kW2], w[kB2], l, 1, kV, kH, stream), "matmul (w2)");
+  check_kernel(k::argmax(l, kV, static_cast<int64_t*>(next.data()), stream), "argmax");
+  // scratch is freed here, stream-ordered after the kernels above.
   outputs[0] = std::move(logits);
   outputs[1] = std::move(next);
 }

@@ -7,11 +7,7 @@
 #include "container.h"
 #include "pipeline.h"
 
-#if defined(AOTIRT_MODEL_CUDA)
-namespace k = kernels::cuda;
-#else
-namespace k = kernels::cpu;
-#endif
+namespace k = kernels::active;
 
 using namespace pipeline;
 
@@ -20,7 +16,11 @@ namespace {
 // The weights, in file order (make_weights.py writes them so).
 enum Weight : size_t { kConvW, kConvB, kLinW, kLinB, kGamma, kBeta };
 
-const Layout& layout() {
+}  // namespace
+
+// The weights' shapes, in the same order; update_constants (pipeline.cpp)
+// loads a blob with it.
+const Layout& pipeline::layout() {
   static const Layout l = {
       {"conv_w", {kD, kF, 3}}, {"conv_b", {kD}}, {"lin_w", {kD, kD}},
       {"lin_b", {kD}},         {"gamma", {kD}},  {"beta", {kD}},
@@ -28,17 +28,11 @@ const Layout& layout() {
   return l;
 }
 
-}  // namespace
-
 namespace model {
 
 const Spec& spec() {
   static const Spec s{{"frames"}, {"hidden"}, kBuiltForCuda};
   return s;
-}
-
-void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
-  state = load_weights(device, layout(), blob);
 }
 
 void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
@@ -48,18 +42,21 @@ void run(const Device& device, const State* state, std::vector<Tensor>& inputs, 
   const float* frames = static_cast<const float*>(inputs[0].data());
 
   const int32_t f32 = aoti_torch_dtype_float32();
-  Tensor conv = empty_like_shape({kT, kD}, f32, device);
-  Tensor linear = empty_like_shape({kT, kD}, f32, device);
+  // conv and linear, both [T, D], share one scratch tensor: one allocation
+  // instead of two. T * D is a multiple of 16 floats, so linear starts
+  // 64-byte aligned, as in a tensor of its own.
+  static_assert(kT * kD % 16 == 0, "linear must stay 64-byte aligned");
+  Tensor scratch = empty_like_shape({2, kT, kD}, f32, device);
   Tensor hidden = empty_like_shape({kT, kD}, f32, device);
-  float* c = static_cast<float*>(conv.data());
-  float* l = static_cast<float*>(linear.data());
+  float* c = static_cast<float*>(scratch.data());
+  float* l = c + kT * kD;
   float* h = static_cast<float*>(hidden.data());
 
   check_kernel(k::conv1d_k3(frames, w[kConvW], w[kConvB], c, kT, kF, kD, stream), "conv1d_k3");
   check_kernel(k::gelu(c, c, kT * kD, stream), "gelu");
   check_kernel(k::matmul(c, w[kLinW], w[kLinB], l, kT, kD, kD, stream), "matmul");
   check_kernel(k::layer_norm(l, w[kGamma], w[kBeta], h, kT, kD, kLayerNormEps, stream), "layer_norm");
-  // conv and linear are freed here, stream-ordered after the kernels above.
+  // scratch is freed here, stream-ordered after the kernels above.
   outputs[0] = std::move(hidden);
 }
 

@@ -1,5 +1,6 @@
 #include "pipeline.h"
 
+#include <algorithm>
 #include <cstring>
 #include <string>
 
@@ -52,7 +53,7 @@ std::unique_ptr<model::State> load_weights(const model::Device& device, const La
 #else
   std::memcpy(storage.data(), blob, bytes);
 #endif
-  return std::unique_ptr<model::State>(new Weights(std::move(storage), std::move(offsets)));
+  return std::unique_ptr<model::State>(new Weights(std::move(storage), offsets));
 }
 
 const Weights& loaded_weights(const model::State* state) {
@@ -61,15 +62,15 @@ const Weights& loaded_weights(const model::State* state) {
 }
 
 void check_input(const model::Tensor& t, size_t index, const char* model_name, int32_t dtype,
-                 const std::vector<int64_t>& shape) {
-  const std::string which =
-      "input " + std::to_string(index) + " (" + model::spec().input_names[index] + ")";
+                 std::initializer_list<int64_t> shape) {
+  auto which = [&] { return "input " + std::to_string(index) + " (" + model::spec().input_names[index] + ")"; };
   if (t.dtype() != dtype)
-    model::fail(which + ": " + model_name + " takes " + dtype_name(dtype) + ", got " + dtype_name(t.dtype()));
-  if (t.sizes() != shape)
-    model::fail(which + " has shape " + model::shape_string(t.sizes()) + ", " + model_name + " takes " +
+    model::fail(which() + ": " + model_name + " takes " + dtype_name(dtype) + ", got " + dtype_name(t.dtype()));
+  const std::vector<int64_t> sizes = t.sizes();
+  if (!std::equal(sizes.begin(), sizes.end(), shape.begin(), shape.end()))
+    model::fail(which() + " has shape " + model::shape_string(sizes) + ", " + model_name + " takes " +
                 model::shape_string(shape));
-  if (!t.is_contiguous()) model::fail(which + " is not contiguous");
+  if (!t.is_contiguous()) model::fail(which() + " is not contiguous");
 }
 
 void check_kernel(int status, const char* kernel) {
@@ -84,3 +85,12 @@ void check_kernel(int status, const char* kernel) {
 }
 
 }  // namespace pipeline
+
+namespace model {
+
+// The same for both models: only the layout differs.
+void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob) {
+  state = pipeline::load_weights(device, pipeline::layout(), blob);
+}
+
+}  // namespace model

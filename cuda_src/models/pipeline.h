@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <memory>
 #include <vector>
 
@@ -32,18 +33,27 @@ struct WeightSpec {
 using Layout = std::vector<WeightSpec>;
 
 // A container's weights: one float32 tensor on the container's device that
-// holds the whole blob, and where each weight starts in it.
+// holds the whole blob, and where each weight starts in it. The starts are
+// kept as pointers, found once here: a lookup then costs no shim call (runs
+// look weights up on every decoder step), and the storage never moves.
 class Weights : public model::State {
  public:
-  Weights(model::Tensor storage, std::vector<int64_t> offsets)
-      : storage_(std::move(storage)), offsets_(std::move(offsets)) {}
+  Weights(model::Tensor storage, const std::vector<int64_t>& offsets) : storage_(std::move(storage)) {
+    const float* base = static_cast<const float*>(storage_.data());
+    weights_.reserve(offsets.size());
+    for (int64_t offset : offsets) weights_.push_back(base + offset);
+  }
   // Weight `i` of the layout it was loaded with.
-  const float* operator[](size_t i) const { return static_cast<const float*>(storage_.data()) + offsets_.at(i); }
+  const float* operator[](size_t i) const { return weights_.at(i); }
 
  private:
   model::Tensor storage_;
-  std::vector<int64_t> offsets_;
+  std::vector<const float*> weights_;
 };
+
+// The model's weights, in file order: each model file defines it. The
+// shared model::update_constants (pipeline.cpp) loads a blob with it.
+const Layout& layout();
 
 // Copies a blob laid out as `layout` into new Weights on `device`. For CUDA
 // that is one cudaMemcpyAsync on the current stream: the blob is pageable
@@ -56,9 +66,10 @@ std::unique_ptr<model::State> load_weights(const model::Device& device, const La
 const Weights& loaded_weights(const model::State* state);
 
 // Fails unless input `index` has `dtype` and `shape` and is contiguous; the
-// message names the input and says what `model_name` takes.
+// message names the input and says what `model_name` takes. It runs on every
+// decoder step: the messages are built only on failure.
 void check_input(const model::Tensor& t, size_t index, const char* model_name, int32_t dtype,
-                 const std::vector<int64_t>& shape);
+                 std::initializer_list<int64_t> shape);
 
 // Fails, naming the kernel, when a kernel returned an error.
 void check_kernel(int status, const char* kernel);
