@@ -65,7 +65,16 @@ cdef int32_t dtype_code_of(object dtype) except -1:
     return code
 
 
+# numpy dtypes by dtype code, filled on first use: np.dtype(name) is a parse
+# that copy_to_host() and Tensor.dtype would otherwise repeat on every call,
+# and filling it at import time would import numpy with aotirt.
+cdef dict _NUMPY_DTYPES = {}
+
+
 cdef object _numpy_dtype(int32_t code):
+    dt = _NUMPY_DTYPES.get(code)
+    if dt is not None:
+        return dt
     name = _DTYPE_NAMES.get(code)
     if name is None:
         raise TypeError(f"dtype code {code} has no numpy equivalent")
@@ -73,10 +82,14 @@ cdef object _numpy_dtype(int32_t code):
         try:
             import ml_dtypes
         except ImportError:
+            # Not cached: installing ml_dtypes later makes it work.
             raise TypeError("numpy has no bfloat16: install ml_dtypes, or read the raw bits with "
                             "copy_to_host(t, out=numpy.empty(t.shape, numpy.uint16))") from None
-        return _numpy().dtype(ml_dtypes.bfloat16)
-    return _numpy().dtype(name)
+        dt = _numpy().dtype(ml_dtypes.bfloat16)
+    else:
+        dt = _numpy().dtype(name)
+    _NUMPY_DTYPES[code] = dt
+    return dt
 
 
 cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
@@ -843,6 +856,22 @@ def empty(shape, dtype="float32", device="cpu", stream=None):
     return wrap_tensor(t)
 
 
+cdef int _check_out(Py_buffer* view, int32_t code, tuple shape) except -1:
+    """copy_to_host's checks of a caller's `out`: the tensor's dtype and shape."""
+    if code == 15:
+        # bfloat16 has no buffer format of its own (ml_dtypes exports raw
+        # 2-byte items): only the item size can be checked.
+        if view.itemsize != 2:
+            raise TypeError("copy_to_host: out must have 2-byte items for a bfloat16 tensor")
+    elif _dtype_code(view, "copy_to_host: out") != code:
+        raise TypeError(f"copy_to_host: out has format {view.format.decode()!r}, "
+                        f"the tensor is {_DTYPE_NAMES.get(code)}")
+    out_shape = tuple([view.shape[d] for d in range(view.ndim)]) if view.shape is not NULL else ()
+    if out_shape != shape:
+        raise ValueError(f"copy_to_host: out has shape {out_shape}, the tensor {shape}")
+    return 0
+
+
 def copy_to_host(Tensor tensor not None, out=None):
     """Copy a tensor into host memory and return it as a numpy array.
 
@@ -864,8 +893,12 @@ def copy_to_host(Tensor tensor not None, out=None):
     """
     cdef aotirt_tensor* t = tensor._t
     cdef int32_t code = aotirt_tensor_dtype(t)
+    shape = tensor.shape
+    # An array made here has the tensor's shape and dtype by construction:
+    # only a caller's `out` needs checking.
+    cdef bint check_out = out is not None
     if out is None:
-        out = _numpy().empty(tensor.shape, dtype=_numpy_dtype(code))
+        out = _numpy().empty(shape, dtype=_numpy_dtype(code))
     cdef Py_buffer view
     try:
         PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
@@ -875,17 +908,8 @@ def copy_to_host(Tensor tensor not None, out=None):
         raise TypeError(f"copy_to_host: out must be an array, got {type(out).__name__}") from None
     cdef aotirt_status status
     try:
-        if code == 15:
-            # bfloat16 has no buffer format of its own (ml_dtypes exports raw
-            # 2-byte items): only the item size can be checked.
-            if view.itemsize != 2:
-                raise TypeError("copy_to_host: out must have 2-byte items for a bfloat16 tensor")
-        elif _dtype_code(&view, "copy_to_host: out") != code:
-            raise TypeError(f"copy_to_host: out has format {view.format.decode()!r}, "
-                            f"the tensor is {_DTYPE_NAMES.get(code)}")
-        shape = tuple([view.shape[d] for d in range(view.ndim)]) if view.shape is not NULL else ()
-        if shape != tensor.shape:
-            raise ValueError(f"copy_to_host: out has shape {shape}, the tensor {tensor.shape}")
+        if check_out:
+            _check_out(&view, code, shape)
         with nogil:
             status = aotirt_copy_to_host(t, view.buf, <size_t>view.len)
         check(status)
