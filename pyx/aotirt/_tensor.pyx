@@ -92,8 +92,13 @@ cdef object _numpy_dtype(int32_t code):
     return dt
 
 
+cdef str _format(Py_buffer* view):
+    # The buffer protocol says a NULL format means unsigned bytes.
+    return (<bytes>view.format).decode("ascii") if view.format is not NULL else "B"
+
+
 cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
-    fmt = (<bytes>view.format).decode("ascii") if view.format is not NULL else "B"
+    fmt = _format(view)
     if fmt[:1] in ("<", "=", "@", "|"):
         fmt = fmt[1:]
     code = _FORMAT_CODES.get(fmt, -1)
@@ -864,7 +869,7 @@ cdef int _check_out(Py_buffer* view, int32_t code, tuple shape) except -1:
         if view.itemsize != 2:
             raise TypeError("copy_to_host: out must have 2-byte items for a bfloat16 tensor")
     elif _dtype_code(view, "copy_to_host: out") != code:
-        raise TypeError(f"copy_to_host: out has format {view.format.decode()!r}, "
+        raise TypeError(f"copy_to_host: out has format {_format(view)!r}, "
                         f"the tensor is {_DTYPE_NAMES.get(code)}")
     out_shape = tuple([view.shape[d] for d in range(view.ndim)]) if view.shape is not NULL else ()
     if out_shape != shape:
