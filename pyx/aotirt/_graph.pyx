@@ -16,11 +16,7 @@ from aotirt._capi cimport (
     aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
 from aotirt._errors cimport check
-from aotirt._tensor cimport Tensor, as_input, wrap_tensor
-
-# Replays with at most this many inputs use an array on the C stack.
-cdef enum:
-    INLINE_ARGS = 16
+from aotirt._tensor cimport INLINE_ARGS, Tensor, as_input, gather_inputs, wrap_tensor
 
 
 cdef Tensor _alias(aotirt_tensor* t):
@@ -117,26 +113,12 @@ cdef class Graph:
         cdef Py_ssize_t n = len(inputs)
         cdef aotirt_tensor* inline_in[INLINE_ARGS]
         cdef aotirt_tensor** c_in = inline_in
-        if n > INLINE_ARGS:
-            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
-            if c_in is NULL:
-                raise MemoryError()
         # Tensors made from other objects for this call: alive until the
         # copies into the static inputs are queued.
-        cdef list made = None
-        cdef Tensor t
-        cdef Py_ssize_t i
+        cdef list made
         try:
-            for i in range(n):
-                obj = inputs[i]
-                if type(obj) is Tensor:
-                    c_in[i] = (<Tensor>obj)._t
-                    continue
-                t = as_input(obj, i, AOTIRT_DEVICE_CUDA, self._device_index, self._stream)
-                if made is None:
-                    made = []
-                made.append(t)
-                c_in[i] = t._t
+            made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
+                                 self._stream)
             with nogil:
                 status = aotirt_graph_replay(g, c_in, n, NULL)
             check(status)

@@ -17,11 +17,7 @@ from aotirt._capi cimport (
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport Tensor, as_input, parse_device, wrap_tensor
-
-# Runs with at most this many inputs or outputs use arrays on the C stack.
-cdef enum:
-    INLINE_ARGS = 16
+from aotirt._tensor cimport INLINE_ARGS, gather_inputs, parse_device, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -124,30 +120,18 @@ cdef class AotiHandle:
         cdef aotirt_tensor** c_in = inline_in
         cdef aotirt_tensor** c_out = inline_out
         cdef size_t n_out = self._num_outputs
-        if <size_t>n > INLINE_ARGS:
-            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
         if n_out > INLINE_ARGS:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
         # the run is queued (the model takes its own aliases).
-        cdef list made = None
-        cdef Tensor t
-        cdef aotirt_stream* stream = aotirt_handle_stream(self._h)
+        cdef list made
         cdef aotirt_status status
         cdef Py_ssize_t i
         try:
-            if c_in is NULL or c_out is NULL:
+            if c_out is NULL:
                 raise MemoryError()
-            for i in range(n):
-                obj = inputs[i]
-                if type(obj) is Tensor:
-                    c_in[i] = (<Tensor>obj)._t
-                    continue
-                t = as_input(obj, i, self._device_type, self._device_index, stream)
-                if made is None:
-                    made = []
-                made.append(t)
-                c_in[i] = t._t
+            made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
+                                 aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)

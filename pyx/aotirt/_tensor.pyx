@@ -250,6 +250,30 @@ cdef Tensor as_input(object obj, Py_ssize_t index, int device_type, int device_i
     return _upload(obj, device_index, stream, what)
 
 
+cdef list gather_inputs(object inputs, Py_ssize_t n, aotirt_tensor** inline_in, aotirt_tensor*** c_in,
+                        int device_type, int device_index, aotirt_stream* stream):
+    c_in[0] = inline_in
+    if n > INLINE_ARGS:
+        c_in[0] = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
+        if c_in[0] is NULL:
+            raise MemoryError()
+    cdef aotirt_tensor** arr = c_in[0]
+    cdef list made = None
+    cdef Tensor t
+    cdef Py_ssize_t i
+    for i in range(n):
+        obj = inputs[i]
+        if type(obj) is Tensor:  # the common case, without as_input's checks
+            arr[i] = (<Tensor>obj)._t
+            continue
+        t = as_input(obj, i, device_type, device_index, stream)
+        if made is None:
+            made = []
+        made.append(t)
+        arr[i] = t._t
+    return made
+
+
 # ---- interop: DLPack and the CUDA array interface ---------------------------
 
 # The standard's capsule names. A consumer renames the capsule it takes over,
