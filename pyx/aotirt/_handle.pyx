@@ -12,12 +12,12 @@ from aotirt._capi cimport (
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
     aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
-    aotirt_tensor,
+    aotirt_tensor, aotirt_tensor_free,
 )
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport INLINE_ARGS, gather_inputs, parse_device, wrap_tensor
+from aotirt._tensor cimport INLINE_ARGS, Tensor, gather_inputs, parse_device, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -31,6 +31,28 @@ def library_undefined_symbols(path, prefix=""):
     cdef const char* names = NULL
     check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
     return names.decode().split()
+
+
+cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
+    """Tensors over a run's outputs, which the run handed to us.
+
+    Should wrapping fail (MemoryError) part way, the outputs not yet owned by
+    a Tensor are freed here: nothing else knows about them.
+    """
+    cdef list outputs = []
+    cdef size_t done = 0
+    cdef Tensor t
+    try:
+        while done < n_out:
+            t = wrap_tensor(c_out[done])
+            done += 1  # c_out[done - 1] is t's now: freed with it
+            outputs.append(t)
+    except BaseException:
+        while done < n_out:
+            aotirt_tensor_free(c_out[done])
+            done += 1
+        raise
+    return outputs
 
 
 cdef class AotiHandle:
@@ -126,7 +148,6 @@ cdef class AotiHandle:
         # the run is queued (the model takes its own aliases).
         cdef list made
         cdef aotirt_status status
-        cdef Py_ssize_t i
         try:
             if c_out is NULL:
                 raise MemoryError()
@@ -135,7 +156,7 @@ cdef class AotiHandle:
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)
-            return [wrap_tensor(c_out[i]) for i in range(n_out)]
+            return _wrap_outputs(c_out, n_out)
         finally:
             if c_in is not inline_in:
                 free(c_in)
