@@ -109,7 +109,7 @@ cdef class Graph:
             with nogil:
                 status = aotirt_graph_replay(g, NULL, 0, NULL)
             check(status)
-            return self._outputs
+            return self.outputs
         cdef Py_ssize_t n = len(inputs)
         cdef aotirt_tensor* inline_in[INLINE_ARGS]
         cdef aotirt_tensor** c_in = inline_in
@@ -122,25 +122,10 @@ cdef class Graph:
             with nogil:
                 status = aotirt_graph_replay(g, c_in, n, NULL)
             check(status)
-            return self._outputs
+            return self.outputs
         finally:
             if c_in is not inline_in:
                 free(c_in)
-
-    @property
-    def inputs(self):
-        """The static inputs (Tensors), in the model's input order."""
-        return self._inputs
-
-    @property
-    def outputs(self):
-        """The static outputs (Tensors), the same objects after every replay."""
-        return self._outputs
-
-    @property
-    def handle(self):
-        """The handle whose run was captured."""
-        return self._handle
 
     def close(self):
         """Destroy the graph. Queued replays still run; nothing waits.
@@ -168,8 +153,8 @@ cdef class Graph:
     def __repr__(self):
         if self._g is NULL:
             return "<aotirt.Graph (not captured)>"
-        state = "closed" if self.closed else f"{len(self._inputs)} inputs, {len(self._outputs)} outputs"
-        return f"<aotirt.Graph of {self._handle.path!r} on cuda:{self._device_index}, {state}>"
+        state = "closed" if self.closed else f"{len(self.inputs)} inputs, {len(self.outputs)} outputs"
+        return f"<aotirt.Graph of {self.handle.path!r} on cuda:{self._device_index}, {state}>"
 
 
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback):
@@ -208,9 +193,9 @@ cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs,
         free(c_feedback)
     cdef Graph graph = Graph.__new__(Graph)
     graph._g = g
-    graph._handle = handle
+    graph.handle = handle
     graph._device_index = device_index
     graph._stream = aotirt_stream_retain(stream)
-    graph._inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
-    graph._outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
+    graph.inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
+    graph.outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
     return graph

@@ -79,8 +79,8 @@ cdef class AotiHandle:
 
     cdef aotirt_handle* _h
     cdef readonly str path
-    cdef size_t _num_inputs
-    cdef size_t _num_outputs
+    cdef readonly size_t num_inputs
+    cdef readonly size_t num_outputs
     cdef int32_t _device_type
     cdef int _device_index
 
@@ -102,8 +102,8 @@ cdef class AotiHandle:
         self._h = h
         self._device_type = device_type
         self._device_index = device_index
-        self._num_inputs = aotirt_handle_num_inputs(h)
-        self._num_outputs = aotirt_handle_num_outputs(h)
+        self.num_inputs = aotirt_handle_num_inputs(h)
+        self.num_outputs = aotirt_handle_num_outputs(h)
         return 0
 
     def __dealloc__(self):
@@ -135,13 +135,13 @@ cdef class AotiHandle:
         if self._h is NULL:
             raise ValueError("the handle failed to open")
         cdef Py_ssize_t n = len(inputs)
-        if <size_t>n != self._num_inputs:
-            raise ValueError(f"the model takes {self._num_inputs} inputs, got {n}")
+        if <size_t>n != self.num_inputs:
+            raise ValueError(f"the model takes {self.num_inputs} inputs, got {n}")
         cdef aotirt_tensor* inline_in[INLINE_ARGS]
         cdef aotirt_tensor* inline_out[INLINE_ARGS]
         cdef aotirt_tensor** c_in = inline_in
         cdef aotirt_tensor** c_out = inline_out
-        cdef size_t n_out = self._num_outputs
+        cdef size_t n_out = self.num_outputs
         if n_out > INLINE_ARGS:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
@@ -241,14 +241,6 @@ cdef class AotiHandle:
         return self._h is NULL or aotirt_handle_is_closed(self._h)
 
     @property
-    def num_inputs(self):
-        return self._num_inputs
-
-    @property
-    def num_outputs(self):
-        return self._num_outputs
-
-    @property
     def input_names(self):
         """Input names, or None when the library does not export them."""
         return self._names(True)
@@ -259,7 +251,7 @@ cdef class AotiHandle:
         return self._names(False)
 
     cdef object _names(self, bint inputs):
-        cdef size_t count = self._num_inputs if inputs else self._num_outputs
+        cdef size_t count = self.num_inputs if inputs else self.num_outputs
         cdef const char* name
         names = []
         for i in range(count):
@@ -276,7 +268,7 @@ cdef class AotiHandle:
         return f"cuda:{self._device_index}"
 
     def __repr__(self):
-        state = "closed" if self.closed else f"{self._num_inputs} inputs, {self._num_outputs} outputs"
+        state = "closed" if self.closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
         return f"<aotirt.{type(self).__name__} {self.path!r} on {self.device}, {state}>"
 
 
