@@ -540,18 +540,26 @@ cdef void _dlpack_capsule_destructor(object capsule) noexcept:
 cdef object _dlpack_capsule(aotirt_tensor* t, bint versioned):
     cdef DLManagedTensorVersioned* v = NULL
     cdef DLManagedTensor* m = NULL
+    cdef void* pointer
+    cdef const char* name
     if versioned:
         check(aotirt_tensor_to_dlpack_versioned(t, &v))
-        try:
-            return PyCapsule_New(v, _DLTENSOR_VERSIONED, _dlpack_capsule_destructor)
-        except BaseException:
-            v.deleter(v)
-            raise
-    check(aotirt_tensor_to_dlpack(t, &m))
+        pointer = v
+        name = _DLTENSOR_VERSIONED
+    else:
+        check(aotirt_tensor_to_dlpack(t, &m))
+        pointer = m
+        name = _DLTENSOR
     try:
-        return PyCapsule_New(m, _DLTENSOR, _dlpack_capsule_destructor)
+        return PyCapsule_New(pointer, name, _dlpack_capsule_destructor)
     except BaseException:
-        m.deleter(m)
+        # No capsule owns the managed tensor: delete it here. The two
+        # deleters have different types, hence the test rather than a
+        # deleter picked above.
+        if v is not NULL:
+            v.deleter(v)
+        else:
+            m.deleter(m)
         raise
 
 
