@@ -27,8 +27,10 @@ cdef enum:
 cdef list gather_inputs(object inputs, Py_ssize_t n, aotirt_tensor** inline_in, aotirt_tensor*** c_in,
                         int device_type, int device_index, aotirt_stream* stream)
 
-# ("cpu" | "cuda" | "cuda:N" | N) -> (device type, index)
-cdef tuple parse_device(object device)
+# ("cpu" | "cuda" | "cuda:N" | N) -> (device type, index). cpdef: the Python
+# modules (loader, models, pipeline) parse devices with it too, comparing the
+# type with DEVICE_CPU.
+cpdef tuple parse_device(object device)
 
 # The c10 dtype code of a numpy dtype, a name ("float32") or a scalar type.
 cdef int32_t dtype_code_of(object dtype) except -1

@@ -111,7 +111,12 @@ cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
     return code
 
 
-cdef tuple parse_device(object device):
+# parse_device's device types, for its Python callers.
+DEVICE_CPU = AOTIRT_DEVICE_CPU
+DEVICE_CUDA = AOTIRT_DEVICE_CUDA
+
+
+cpdef tuple parse_device(object device):
     if isinstance(device, int) and not isinstance(device, bool):
         if device < 0:
             raise ValueError(f"device index must be >= 0, got {device}")

@@ -11,6 +11,7 @@ instead of one per kernel, and next_token fed back to token inside the graph.
 import time
 
 import aotirt
+from aotirt._tensor import DEVICE_CPU, parse_device
 
 MODES = ("shared", "sync_each", "separate", "graph")
 
@@ -33,12 +34,13 @@ class GreedyDecoder:
     def __init__(self, device="cuda:0", mode="shared"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode == "graph" and device == "cpu":
+        device_type, index = parse_device(device)
+        cpu = device_type == DEVICE_CPU
+        if mode == "graph" and cpu:
             raise ValueError("mode 'graph' replays CUDA graphs: it needs a CUDA device, not 'cpu'")
         self.device = device
         self.mode = mode
-        own = mode == "separate" and device != "cpu"
-        index = 0 if device == "cpu" else int(device.split(":")[1]) if ":" in device else 0
+        own = mode == "separate" and not cpu
         self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
         self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None)
         self.graph = None  # the captured decoder step (mode "graph")
