@@ -495,6 +495,16 @@ def test_from_external_checks_the_device():
     assert aotirt.Stream.from_external(s) is s
 
 
+def test_from_external_checks_the_device_of_an_aotirt_stream():
+    s = aotirt.Stream.from_external(0x99, device=3)
+    assert aotirt.Stream.from_external(s, device=3) is s
+    with pytest.raises(ValueError, match="the stream is on cuda:3, not on cuda:0"):
+        aotirt.Stream.from_external(s, device=0)
+    s.close()
+    with pytest.raises(ValueError, match="the stream is closed"):
+        aotirt.Stream.from_external(s, device=3)
+
+
 @pytest.mark.parametrize("obj", [1.5, "0x10", None, object(), True])
 def test_from_external_refuses_what_is_not_a_stream(obj):
     with pytest.raises(TypeError, match="expected a stream"):

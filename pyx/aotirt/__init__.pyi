@@ -2,7 +2,9 @@
 # are what type checkers and editors see).
 import os
 from types import TracebackType
-from typing import Any, Dict, List, Literal, Optional, Protocol, Sequence, Tuple, Type, TypeVar, Union
+from typing import (
+    Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -25,6 +27,14 @@ class _DLPackLike(Protocol):
     def __dlpack__(self, *, stream: Optional[int] = ...) -> Any: ...
     def __dlpack_device__(self) -> Tuple[int, int]: ...
 
+class _CudaStreamAttrLike(Protocol):  # older torch streams
+    @property
+    def cuda_stream(self) -> int: ...
+
+class _PtrStreamLike(Protocol):  # older CuPy streams
+    @property
+    def ptr(self) -> int: ...
+
 class _CudaArrayLike(Protocol):
     @property
     def __cuda_array_interface__(self) -> Dict[str, Any]: ...
@@ -34,12 +44,12 @@ _DeviceLike = Union[str, int]
 # An aotirt Stream, anything with __cuda_stream__ (torch, CuPy, cuda.core),
 # an object with an int .cuda_stream/.ptr, a cuda.bindings CUstream or
 # cudaStream_t, or a raw cudaStream_t address.
-_StreamLike = Union["Stream", _Cuda_StreamLike, int, Any]
+_StreamLike = Union["Stream", _Cuda_StreamLike, _CudaStreamAttrLike, _PtrStreamLike, SupportsInt]
 # A numpy dtype, a scalar type (np.float32) or a name ("float32").
 _DTypeLike = Union[str, np.dtype[Any], Type[Any]]
 # What a run takes as an input: a Tensor, a host array (buffer protocol), or
 # a DLPack / CUDA-array-interface object (torch, CuPy, Numba, cuda.core).
-_InputLike = Union["Tensor", npt.ArrayLike, _DLPackLike, _CudaArrayLike, Any]
+_InputLike = Union["Tensor", npt.ArrayLike, _DLPackLike, _CudaArrayLike]
 
 class CudaError(RuntimeError):
     code: int
@@ -106,6 +116,14 @@ class AotiHandle:
     path: str
     def __init__(self, path: Union[str, os.PathLike[str]], device: Literal["cpu"] = ...) -> None: ...
     def run(self, inputs: Sequence[_InputLike]) -> List[Tensor]: ...
+    # Defined for every handle; a CPU one raises TypeError.
+    def capture(
+        self,
+        example_inputs: Sequence[_InputLike],
+        *,
+        warmup: int = ...,
+        feedback: Optional[Sequence[Tuple[int, int]]] = ...,
+    ) -> Graph: ...
     def update_constants_from_blob(self, blob: Any) -> None: ...
     def close(self) -> None: ...
     def __enter__(self: _H) -> _H: ...
@@ -137,13 +155,6 @@ class CudaHandle(AotiHandle):
     ) -> None: ...
     @property
     def stream(self) -> Stream: ...
-    def capture(
-        self,
-        example_inputs: Sequence[_InputLike],
-        *,
-        warmup: int = ...,
-        feedback: Optional[Sequence[Tuple[int, int]]] = ...,
-    ) -> Graph: ...
 
 class Graph:
     # Made by CudaHandle.capture only.

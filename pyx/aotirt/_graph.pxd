@@ -2,10 +2,15 @@ from aotirt._capi cimport aotirt_graph, aotirt_handle, aotirt_stream
 
 cdef class Graph:
     cdef aotirt_graph* _g
-    cdef object _handle      # the Python handle: its library holds the graph's kernels
+    # Plain fields, read-only from Python (with the docs help() shows).
+    # `handle` also keeps the handle alive: its library holds the graph's kernels.
+    cdef readonly object handle
+    """The handle whose run was captured."""
     cdef aotirt_stream* _stream  # the handle's stream (a reference): uploads of host inputs
-    cdef tuple _inputs
-    cdef tuple _outputs
+    cdef readonly tuple inputs
+    """The static inputs (Tensors), in the model's input order."""
+    cdef readonly tuple outputs
+    """The static outputs (Tensors), the same objects after every replay."""
     cdef int _device_index
 
 # Captures one run of `h`, the handle of the Python object `handle` (which the

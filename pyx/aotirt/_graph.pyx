@@ -16,11 +16,7 @@ from aotirt._capi cimport (
     aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
 from aotirt._errors cimport check
-from aotirt._tensor cimport Tensor, as_input, wrap_tensor
-
-# Replays with at most this many inputs use an array on the C stack.
-cdef enum:
-    INLINE_ARGS = 16
+from aotirt._tensor cimport INLINE_ARGS, Tensor, as_input, gather_inputs, wrap_tensor
 
 
 cdef Tensor _alias(aotirt_tensor* t):
@@ -113,52 +109,23 @@ cdef class Graph:
             with nogil:
                 status = aotirt_graph_replay(g, NULL, 0, NULL)
             check(status)
-            return self._outputs
+            return self.outputs
         cdef Py_ssize_t n = len(inputs)
         cdef aotirt_tensor* inline_in[INLINE_ARGS]
         cdef aotirt_tensor** c_in = inline_in
-        if n > INLINE_ARGS:
-            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
-            if c_in is NULL:
-                raise MemoryError()
         # Tensors made from other objects for this call: alive until the
         # copies into the static inputs are queued.
-        cdef list made = None
-        cdef Tensor t
-        cdef Py_ssize_t i
+        cdef list made
         try:
-            for i in range(n):
-                obj = inputs[i]
-                if type(obj) is Tensor:
-                    c_in[i] = (<Tensor>obj)._t
-                    continue
-                t = as_input(obj, i, AOTIRT_DEVICE_CUDA, self._device_index, self._stream)
-                if made is None:
-                    made = []
-                made.append(t)
-                c_in[i] = t._t
+            made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
+                                 self._stream)
             with nogil:
                 status = aotirt_graph_replay(g, c_in, n, NULL)
             check(status)
-            return self._outputs
+            return self.outputs
         finally:
             if c_in is not inline_in:
                 free(c_in)
-
-    @property
-    def inputs(self):
-        """The static inputs (Tensors), in the model's input order."""
-        return self._inputs
-
-    @property
-    def outputs(self):
-        """The static outputs (Tensors), the same objects after every replay."""
-        return self._outputs
-
-    @property
-    def handle(self):
-        """The handle whose run was captured."""
-        return self._handle
 
     def close(self):
         """Destroy the graph. Queued replays still run; nothing waits.
@@ -186,8 +153,8 @@ cdef class Graph:
     def __repr__(self):
         if self._g is NULL:
             return "<aotirt.Graph (not captured)>"
-        state = "closed" if self.closed else f"{len(self._inputs)} inputs, {len(self._outputs)} outputs"
-        return f"<aotirt.Graph of {self._handle.path!r} on cuda:{self._device_index}, {state}>"
+        state = "closed" if self.closed else f"{len(self.inputs)} inputs, {len(self.outputs)} outputs"
+        return f"<aotirt.Graph of {self.handle.path!r} on cuda:{self._device_index}, {state}>"
 
 
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback):
@@ -226,9 +193,9 @@ cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs,
         free(c_feedback)
     cdef Graph graph = Graph.__new__(Graph)
     graph._g = g
-    graph._handle = handle
+    graph.handle = handle
     graph._device_index = device_index
     graph._stream = aotirt_stream_retain(stream)
-    graph._inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
-    graph._outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
+    graph.inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
+    graph.outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
     return graph

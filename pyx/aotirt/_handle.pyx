@@ -12,16 +12,12 @@ from aotirt._capi cimport (
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
     aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
-    aotirt_tensor,
+    aotirt_tensor, aotirt_tensor_free,
 )
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport Tensor, as_input, parse_device, wrap_tensor
-
-# Runs with at most this many inputs or outputs use arrays on the C stack.
-cdef enum:
-    INLINE_ARGS = 16
+from aotirt._tensor cimport INLINE_ARGS, Tensor, gather_inputs, parse_device, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -35,6 +31,28 @@ def library_undefined_symbols(path, prefix=""):
     cdef const char* names = NULL
     check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
     return names.decode().split()
+
+
+cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
+    """Tensors over a run's outputs, which the run handed to us.
+
+    Should wrapping fail (MemoryError) part way, the outputs not yet owned by
+    a Tensor are freed here: nothing else knows about them.
+    """
+    cdef list outputs = []
+    cdef size_t done = 0
+    cdef Tensor t
+    try:
+        while done < n_out:
+            t = wrap_tensor(c_out[done])
+            done += 1  # c_out[done - 1] is t's now: freed with it
+            outputs.append(t)
+    except BaseException:
+        while done < n_out:
+            aotirt_tensor_free(c_out[done])
+            done += 1
+        raise
+    return outputs
 
 
 cdef class AotiHandle:
@@ -61,8 +79,8 @@ cdef class AotiHandle:
 
     cdef aotirt_handle* _h
     cdef readonly str path
-    cdef size_t _num_inputs
-    cdef size_t _num_outputs
+    cdef readonly size_t num_inputs
+    cdef readonly size_t num_outputs
     cdef int32_t _device_type
     cdef int _device_index
 
@@ -84,8 +102,8 @@ cdef class AotiHandle:
         self._h = h
         self._device_type = device_type
         self._device_index = device_index
-        self._num_inputs = aotirt_handle_num_inputs(h)
-        self._num_outputs = aotirt_handle_num_outputs(h)
+        self.num_inputs = aotirt_handle_num_inputs(h)
+        self.num_outputs = aotirt_handle_num_outputs(h)
         return 0
 
     def __dealloc__(self):
@@ -117,41 +135,28 @@ cdef class AotiHandle:
         if self._h is NULL:
             raise ValueError("the handle failed to open")
         cdef Py_ssize_t n = len(inputs)
-        if <size_t>n != self._num_inputs:
-            raise ValueError(f"the model takes {self._num_inputs} inputs, got {n}")
+        if <size_t>n != self.num_inputs:
+            raise ValueError(f"the model takes {self.num_inputs} inputs, got {n}")
         cdef aotirt_tensor* inline_in[INLINE_ARGS]
         cdef aotirt_tensor* inline_out[INLINE_ARGS]
         cdef aotirt_tensor** c_in = inline_in
         cdef aotirt_tensor** c_out = inline_out
-        cdef size_t n_out = self._num_outputs
-        if <size_t>n > INLINE_ARGS:
-            c_in = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
+        cdef size_t n_out = self.num_outputs
         if n_out > INLINE_ARGS:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
         # the run is queued (the model takes its own aliases).
-        cdef list made = None
-        cdef Tensor t
-        cdef aotirt_stream* stream = aotirt_handle_stream(self._h)
+        cdef list made
         cdef aotirt_status status
-        cdef Py_ssize_t i
         try:
-            if c_in is NULL or c_out is NULL:
+            if c_out is NULL:
                 raise MemoryError()
-            for i in range(n):
-                obj = inputs[i]
-                if type(obj) is Tensor:
-                    c_in[i] = (<Tensor>obj)._t
-                    continue
-                t = as_input(obj, i, self._device_type, self._device_index, stream)
-                if made is None:
-                    made = []
-                made.append(t)
-                c_in[i] = t._t
+            made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
+                                 aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)
-            return [wrap_tensor(c_out[i]) for i in range(n_out)]
+            return _wrap_outputs(c_out, n_out)
         finally:
             if c_in is not inline_in:
                 free(c_in)
@@ -236,14 +241,6 @@ cdef class AotiHandle:
         return self._h is NULL or aotirt_handle_is_closed(self._h)
 
     @property
-    def num_inputs(self):
-        return self._num_inputs
-
-    @property
-    def num_outputs(self):
-        return self._num_outputs
-
-    @property
     def input_names(self):
         """Input names, or None when the library does not export them."""
         return self._names(True)
@@ -254,7 +251,7 @@ cdef class AotiHandle:
         return self._names(False)
 
     cdef object _names(self, bint inputs):
-        cdef size_t count = self._num_inputs if inputs else self._num_outputs
+        cdef size_t count = self.num_inputs if inputs else self.num_outputs
         cdef const char* name
         names = []
         for i in range(count):
@@ -271,7 +268,7 @@ cdef class AotiHandle:
         return f"cuda:{self._device_index}"
 
     def __repr__(self):
-        state = "closed" if self.closed else f"{self._num_inputs} inputs, {self._num_outputs} outputs"
+        state = "closed" if self.closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
         return f"<aotirt.{type(self).__name__} {self.path!r} on {self.device}, {state}>"
 
 

@@ -99,6 +99,10 @@ cdef class Stream:
         <aotirt.Stream cuda:0 0x55d0c1a2b3c0>
         """
         if isinstance(obj, Stream):
+            # Its device is known: check it as for any other stream (reading
+            # it also refuses a closed Stream).
+            if device is not None and (<Stream>obj).device != device:
+                raise ValueError(f"the stream is on cuda:{(<Stream>obj).device}, not on cuda:{device}")
             return obj
         cdef uintptr_t address = _stream_address(obj)
         said = _stream_device(obj)

@@ -65,7 +65,16 @@ cdef int32_t dtype_code_of(object dtype) except -1:
     return code
 
 
+# numpy dtypes by dtype code, filled on first use: np.dtype(name) is a parse
+# that copy_to_host() and Tensor.dtype would otherwise repeat on every call,
+# and filling it at import time would import numpy with aotirt.
+cdef dict _NUMPY_DTYPES = {}
+
+
 cdef object _numpy_dtype(int32_t code):
+    dt = _NUMPY_DTYPES.get(code)
+    if dt is not None:
+        return dt
     name = _DTYPE_NAMES.get(code)
     if name is None:
         raise TypeError(f"dtype code {code} has no numpy equivalent")
@@ -73,14 +82,23 @@ cdef object _numpy_dtype(int32_t code):
         try:
             import ml_dtypes
         except ImportError:
+            # Not cached: installing ml_dtypes later makes it work.
             raise TypeError("numpy has no bfloat16: install ml_dtypes, or read the raw bits with "
                             "copy_to_host(t, out=numpy.empty(t.shape, numpy.uint16))") from None
-        return _numpy().dtype(ml_dtypes.bfloat16)
-    return _numpy().dtype(name)
+        dt = _numpy().dtype(ml_dtypes.bfloat16)
+    else:
+        dt = _numpy().dtype(name)
+    _NUMPY_DTYPES[code] = dt
+    return dt
+
+
+cdef str _format(Py_buffer* view):
+    # The buffer protocol says a NULL format means unsigned bytes.
+    return (<bytes>view.format).decode("ascii") if view.format is not NULL else "B"
 
 
 cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
-    fmt = (<bytes>view.format).decode("ascii") if view.format is not NULL else "B"
+    fmt = _format(view)
     if fmt[:1] in ("<", "=", "@", "|"):
         fmt = fmt[1:]
     code = _FORMAT_CODES.get(fmt, -1)
@@ -93,7 +111,12 @@ cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
     return code
 
 
-cdef tuple parse_device(object device):
+# parse_device's device types, for its Python callers.
+DEVICE_CPU = AOTIRT_DEVICE_CPU
+DEVICE_CUDA = AOTIRT_DEVICE_CUDA
+
+
+cpdef tuple parse_device(object device):
     if isinstance(device, int) and not isinstance(device, bool):
         if device < 0:
             raise ValueError(f"device index must be >= 0, got {device}")
@@ -230,6 +253,30 @@ cdef Tensor as_input(object obj, Py_ssize_t index, int device_type, int device_i
     if device_type == AOTIRT_DEVICE_CPU:
         return _wrap_host(obj, what)
     return _upload(obj, device_index, stream, what)
+
+
+cdef list gather_inputs(object inputs, Py_ssize_t n, aotirt_tensor** inline_in, aotirt_tensor*** c_in,
+                        int device_type, int device_index, aotirt_stream* stream):
+    c_in[0] = inline_in
+    if n > INLINE_ARGS:
+        c_in[0] = <aotirt_tensor**>malloc(n * sizeof(aotirt_tensor*))
+        if c_in[0] is NULL:
+            raise MemoryError()
+    cdef aotirt_tensor** arr = c_in[0]
+    cdef list made = None
+    cdef Tensor t
+    cdef Py_ssize_t i
+    for i in range(n):
+        obj = inputs[i]
+        if type(obj) is Tensor:  # the common case, without as_input's checks
+            arr[i] = (<Tensor>obj)._t
+            continue
+        t = as_input(obj, i, device_type, device_index, stream)
+        if made is None:
+            made = []
+        made.append(t)
+        arr[i] = t._t
+    return made
 
 
 # ---- interop: DLPack and the CUDA array interface ---------------------------
@@ -498,18 +545,26 @@ cdef void _dlpack_capsule_destructor(object capsule) noexcept:
 cdef object _dlpack_capsule(aotirt_tensor* t, bint versioned):
     cdef DLManagedTensorVersioned* v = NULL
     cdef DLManagedTensor* m = NULL
+    cdef void* pointer
+    cdef const char* name
     if versioned:
         check(aotirt_tensor_to_dlpack_versioned(t, &v))
-        try:
-            return PyCapsule_New(v, _DLTENSOR_VERSIONED, _dlpack_capsule_destructor)
-        except BaseException:
-            v.deleter(v)
-            raise
-    check(aotirt_tensor_to_dlpack(t, &m))
+        pointer = v
+        name = _DLTENSOR_VERSIONED
+    else:
+        check(aotirt_tensor_to_dlpack(t, &m))
+        pointer = m
+        name = _DLTENSOR
     try:
-        return PyCapsule_New(m, _DLTENSOR, _dlpack_capsule_destructor)
+        return PyCapsule_New(pointer, name, _dlpack_capsule_destructor)
     except BaseException:
-        m.deleter(m)
+        # No capsule owns the managed tensor: delete it here. The two
+        # deleters have different types, hence the test rather than a
+        # deleter picked above.
+        if v is not NULL:
+            v.deleter(v)
+        else:
+            m.deleter(m)
         raise
 
 
@@ -843,6 +898,22 @@ def empty(shape, dtype="float32", device="cpu", stream=None):
     return wrap_tensor(t)
 
 
+cdef int _check_out(Py_buffer* view, int32_t code, tuple shape) except -1:
+    """copy_to_host's checks of a caller's `out`: the tensor's dtype and shape."""
+    if code == 15:
+        # bfloat16 has no buffer format of its own (ml_dtypes exports raw
+        # 2-byte items): only the item size can be checked.
+        if view.itemsize != 2:
+            raise TypeError("copy_to_host: out must have 2-byte items for a bfloat16 tensor")
+    elif _dtype_code(view, "copy_to_host: out") != code:
+        raise TypeError(f"copy_to_host: out has format {_format(view)!r}, "
+                        f"the tensor is {_DTYPE_NAMES.get(code)}")
+    out_shape = tuple([view.shape[d] for d in range(view.ndim)]) if view.shape is not NULL else ()
+    if out_shape != shape:
+        raise ValueError(f"copy_to_host: out has shape {out_shape}, the tensor {shape}")
+    return 0
+
+
 def copy_to_host(Tensor tensor not None, out=None):
     """Copy a tensor into host memory and return it as a numpy array.
 
@@ -864,8 +935,12 @@ def copy_to_host(Tensor tensor not None, out=None):
     """
     cdef aotirt_tensor* t = tensor._t
     cdef int32_t code = aotirt_tensor_dtype(t)
+    shape = tensor.shape
+    # An array made here has the tensor's shape and dtype by construction:
+    # only a caller's `out` needs checking.
+    cdef bint check_out = out is not None
     if out is None:
-        out = _numpy().empty(tensor.shape, dtype=_numpy_dtype(code))
+        out = _numpy().empty(shape, dtype=_numpy_dtype(code))
     cdef Py_buffer view
     try:
         PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
@@ -875,17 +950,8 @@ def copy_to_host(Tensor tensor not None, out=None):
         raise TypeError(f"copy_to_host: out must be an array, got {type(out).__name__}") from None
     cdef aotirt_status status
     try:
-        if code == 15:
-            # bfloat16 has no buffer format of its own (ml_dtypes exports raw
-            # 2-byte items): only the item size can be checked.
-            if view.itemsize != 2:
-                raise TypeError("copy_to_host: out must have 2-byte items for a bfloat16 tensor")
-        elif _dtype_code(&view, "copy_to_host: out") != code:
-            raise TypeError(f"copy_to_host: out has format {view.format.decode()!r}, "
-                            f"the tensor is {_DTYPE_NAMES.get(code)}")
-        shape = tuple([view.shape[d] for d in range(view.ndim)]) if view.shape is not NULL else ()
-        if shape != tensor.shape:
-            raise ValueError(f"copy_to_host: out has shape {shape}, the tensor {tensor.shape}")
+        if check_out:
+            _check_out(&view, code, shape)
         with nogil:
             status = aotirt_copy_to_host(t, view.buf, <size_t>view.len)
         check(status)

@@ -66,7 +66,6 @@ def load(path, device=None, *, stream=None, model=None):
     >>> outputs = handle.run([x])                          # doctest: +SKIP
     """
     from aotirt._errors import AotiError
-    from aotirt._handle import AotiHandle, CudaHandle
 
     path = os.fspath(path)
     if not os.path.isfile(path):
@@ -76,14 +75,29 @@ def load(path, device=None, *, stream=None, model=None):
         library, blob, package_device = _extract_package(path, model)
     if device is None:
         device = package_device or ("cuda" if _calls_cuda(library) else "cpu")
-    if device == "cpu":
+    if blob is not None:
+        with open(blob, "rb") as f:
+            blob = f.read()
+    return open_handle(library, device, stream, blob)
+
+
+def open_handle(library, device, stream=None, blob=None):
+    """An AotiHandle (CPU) or CudaHandle on `library`, with weights `blob`
+    (bytes-like or None) loaded; load() and models.open() share it.
+
+    The handle is closed when the blob cannot be loaded, so that a failed
+    load leaves no container behind.
+    """
+    from aotirt._handle import AotiHandle, CudaHandle
+    from aotirt._tensor import DEVICE_CPU, parse_device
+
+    if parse_device(device)[0] == DEVICE_CPU:
         handle = AotiHandle(library)
     else:
         handle = CudaHandle(library, device, stream=stream)
     if blob is not None:
         try:
-            with open(blob, "rb") as f:
-                handle.update_constants_from_blob(f.read())
+            handle.update_constants_from_blob(blob)
         except BaseException:
             handle.close()
             raise

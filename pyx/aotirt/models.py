@@ -9,6 +9,7 @@ import builtins
 import os
 
 from aotirt import _layout
+from aotirt._tensor import DEVICE_CPU, parse_device
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 
@@ -41,14 +42,7 @@ def path(name, device="cpu"):
     >>> aotirt.models.path("add_mul", "cpu")        # doctest: +ELLIPSIS
     '.../aotirt/models/add_mul_cpu.so'
     """
-    if isinstance(device, int) and not isinstance(device, bool):
-        kind = "cuda"
-    elif device == "cpu":
-        kind = "cpu"
-    elif isinstance(device, str) and (device == "cuda" or device.startswith("cuda:")):
-        kind = "cuda"
-    else:
-        raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or an int, got {device!r}")
+    kind = "cpu" if parse_device(device)[0] == DEVICE_CPU else "cuda"
     if name not in available():
         raise ValueError(f"no example model named {name!r}; available: {', '.join(available()) or 'none'}")
     file = os.path.join(_FOLDER, f"{name}_{kind}.so")
@@ -98,23 +92,13 @@ def open(name, device="cpu", weights=None, stream=None):
     >>> with aotirt.models.open("encoder", "cpu") as encoder:   # doctest: +SKIP
     ...     (hidden,) = encoder.run([frames])
     """
-    from aotirt._handle import AotiHandle, CudaHandle
+    from aotirt.loader import open_handle
 
     library = path(name, device)
     blob = None
     if name in _layout.LAYOUT or weights is not None:
         blob = _read_weights(name, weights)
-    if library.endswith("_cpu.so"):
-        handle = AotiHandle(library)
-    else:
-        handle = CudaHandle(library, device=device, stream=stream)
-    if blob is not None:
-        try:
-            handle.update_constants_from_blob(blob)
-        except BaseException:
-            handle.close()
-            raise
-    return handle
+    return open_handle(library, device, stream, blob)
 
 
 def _read_weights(name, file):

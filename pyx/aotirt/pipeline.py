@@ -11,6 +11,7 @@ instead of one per kernel, and next_token fed back to token inside the graph.
 import time
 
 import aotirt
+from aotirt._tensor import DEVICE_CPU, parse_device
 
 MODES = ("shared", "sync_each", "separate", "graph")
 
@@ -33,12 +34,13 @@ class GreedyDecoder:
     def __init__(self, device="cuda:0", mode="shared"):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
-        if mode == "graph" and device == "cpu":
+        device_type, index = parse_device(device)
+        cpu = device_type == DEVICE_CPU
+        if mode == "graph" and cpu:
             raise ValueError("mode 'graph' replays CUDA graphs: it needs a CUDA device, not 'cpu'")
         self.device = device
         self.mode = mode
-        own = mode == "separate" and device != "cpu"
-        index = 0 if device == "cpu" else int(device.split(":")[1]) if ":" in device else 0
+        own = mode == "separate" and not cpu
         self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
         self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None)
         self.graph = None  # the captured decoder step (mode "graph")
@@ -70,10 +72,13 @@ class GreedyDecoder:
         tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
         if self.mode == "graph":
             return self._decode_by_replays(hidden, token, tokens, steps)
+        # Looked up once: this loop is what time_per_token() measures.
+        run = self.decoder.run
+        sync_each = self.mode == "sync_each"
         for i in range(steps):
-            _logits, token = self.decoder.run([hidden, token])
+            _logits, token = run([hidden, token])
             tokens.narrow(0, i, 1).copy_(token)
-            if self.mode == "sync_each":
+            if sync_each:
                 token.numpy()
         return tokens.numpy()  # the one host wait
 
@@ -83,11 +88,12 @@ class GreedyDecoder:
             self.graph = self.decoder.capture([hidden, token], feedback=[(1, 1)])
         # The first step copies this utterance's hidden and start token in;
         # each later step takes the token the previous one fed back.
-        _logits, next_token = self.graph.replay([hidden, token])
-        for i in range(steps):
-            if i:
-                self.graph.replay()
-            tokens.narrow(0, i, 1).copy_(next_token)  # before the next replay rewrites it
+        replay = self.graph.replay
+        _logits, next_token = replay([hidden, token])
+        tokens.narrow(0, 0, 1).copy_(next_token)  # before the next replay rewrites it
+        for i in range(1, steps):
+            replay()
+            tokens.narrow(0, i, 1).copy_(next_token)
         return tokens.numpy()  # the one host wait
 
     def time_per_token(self, frames, steps, repeats=5):

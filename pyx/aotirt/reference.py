@@ -92,25 +92,40 @@ def encoder(frames, weights=None):
 
 def decoder_step(hidden, token, weights=None):
     """One greedy step: hidden [T, D], token (int) -> (logits [V] float64, next token int)."""
+    return _decoder_steps(hidden, weights)(token)
+
+
+def _decoder_steps(hidden, weights):
+    """A function token -> (logits, next token) for one `hidden`.
+
+    The float64 weights and the attention keys and values (hidden @ wk,
+    hidden @ wv) depend on the utterance only, not on the token: computed
+    here once, not at every step of greedy().
+    """
     import numpy as np
 
     w = weights if weights is not None else load_weights("decoder")
     f64 = {name: a.astype(np.float64) for name, a in w.items()}
     hidden = np.asarray(hidden, np.float64)
-    x = f64["embedding"][int(token)]
-    ctx = attention(x @ f64["wq"], hidden @ f64["wk"], hidden @ f64["wv"])
-    m = gelu((x + ctx) @ f64["w1"] + f64["b1"])
-    logits = m @ f64["w2"] + f64["b2"]
-    return logits, int(np.argmax(logits))
+    k, v = hidden @ f64["wk"], hidden @ f64["wv"]
+
+    def step(token):
+        x = f64["embedding"][int(token)]
+        ctx = attention(x @ f64["wq"], k, v)
+        m = gelu((x + ctx) @ f64["w1"] + f64["b1"])
+        logits = m @ f64["w2"] + f64["b2"]
+        return logits, int(np.argmax(logits))
+
+    return step
 
 
 def greedy(frames, token, steps, encoder_weights=None, decoder_weights=None):
     """Encoder once, then `steps` decoder steps from `token`: the tokens produced."""
     enc = encoder_weights if encoder_weights is not None else load_weights("encoder")
     dec = decoder_weights if decoder_weights is not None else load_weights("decoder")
-    hidden = encoder(frames, enc)
+    step = _decoder_steps(encoder(frames, enc), dec)
     tokens = []
     for _ in range(steps):
-        _logits, token = decoder_step(hidden, token, dec)
+        _logits, token = step(token)
         tokens.append(token)
     return tokens
