@@ -1,12 +1,16 @@
 """Python-side benchmarks of aotirt; one JSON object per line on stdout.
 
-    python bench/bench.py [--quick] [--out FILE]
+    python bench/bench.py [--quick] [--out FILE] [--harness bench/build/aotirt_bench]
+
+With --harness, the C dispatch figures come from the harness, run between
+the Python repetitions (see bench_dispatch).
 
 Each figure is the median of 7 repetitions after a warm-up. Speed claims in
 this project come from here (and the C harness beside it), never from tests.
 """
 
 import argparse
+import contextlib
 import json
 import os
 import statistics
@@ -21,6 +25,7 @@ import aotirt
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 REPS = 7
+MODES = ("shared", "sync_each", "separate", "graph")
 
 
 def median_of(fn, reps=REPS):
@@ -57,45 +62,82 @@ def bench_import(sink, modules=("aotirt", "numpy")):
         emit({"case": "import", "module": module, "us": median_of(once)}, sink)
 
 
-def bench_dispatch(device, calls, sink):
-    handle_type = aotirt.AotiHandle if device == "cpu" else aotirt.CudaHandle
-    x = np.ones(1, np.float32)
-    with handle_type(aotirt.models.path("add_mul", device), device) as handle:
-        t = aotirt.asarray(x, device=device)
-        inputs = [t, t, t]
-        for _ in range(1000):
-            handle.run(inputs)
-        handle.run(inputs)[0].numpy()
+def host_only_us_per_call(call, calls, batch=100):
+    """The host's own cost per call (as the C harness's c_host): batches of
+    100 calls, short enough that the launch queue never fills, drained in
+    between outside the timed region."""
+    elapsed = 0.0
+    for _ in range(calls // batch):
+        start = time.perf_counter()
+        for _ in range(batch):
+            out = call()
+        elapsed += time.perf_counter() - start
+        out[0].numpy()
+    return elapsed / (calls // batch * batch) * 1e6
 
-        us = median_of(lambda: host_us_per_call(lambda: handle.run(inputs), calls))
-        emit({"case": "dispatch", "device": device, "api": "python", "calls": calls, "us_per_call": round(us, 3)},
-             sink)
 
-        # The host's own cost (as the C harness's c_host): batches of 100 runs,
-        # short enough that the launch queue never fills, drained in between
-        # outside the timed region.
-        def host_only(batch=100):
-            elapsed = 0.0
-            for _ in range(calls // batch):
-                start = time.perf_counter()
-                for _ in range(batch):
-                    out = handle.run(inputs)
-                elapsed += time.perf_counter() - start
-                out[0].numpy()
-            return elapsed / (calls // batch * batch) * 1e6
-        emit({"case": "dispatch", "device": device, "api": "python_host", "calls": calls,
-              "us_per_call": round(median_of(host_only), 3)}, sink)
+def harness_dispatch_rows(harness, devices, calls):
+    """One repetition of the C harness's dispatch case on `devices`."""
+    models = os.path.dirname(aotirt.models.path("add_mul", "cpu"))
+    command = [harness, "--models", models, "--cases", "dispatch", "--reps", "1"]
+    if devices == ["cpu"]:
+        command += ["--device", "cpu"]
+    if calls < 20000:
+        command.append("--quick")
+    proc = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    if proc.returncode != 0:
+        raise RuntimeError(f"{' '.join(command)} failed ({proc.returncode}): {proc.stderr.strip()}")
+    return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
+
+
+def bench_dispatch(devices, calls, sink, harness=None):
+    """add_mul runs per call, from Python and, given the C harness, from C.
+
+    C and Python take turns: each round runs the harness once (one
+    repetition of its dispatch case, in a process of its own) and then one
+    repetition of each Python figure. The host's speed drifts over seconds on
+    a shared machine, and the Python-minus-C gap must not depend on which of
+    the two ran while it was slow.
+    """
+    samples = {}  # (device, api) -> microseconds per call, one per round
+    with contextlib.ExitStack() as open_handles:
+        handles = {}
+        x = np.ones(1, np.float32)
+        for device in devices:
+            handle_type = aotirt.AotiHandle if device == "cpu" else aotirt.CudaHandle
+            handle = open_handles.enter_context(handle_type(aotirt.models.path("add_mul", device), device))
+            t = aotirt.asarray(x, device=device)
+            inputs = [t, t, t]
+            for _ in range(1000):
+                handle.run(inputs)
+            handle.run(inputs)[0].numpy()
+            handles[device] = (handle, inputs)
+
+        for _ in range(REPS):
+            for row in harness_dispatch_rows(harness, devices, calls) if harness else []:
+                samples.setdefault((row["device"], row["api"]), []).append(row["us_per_call"])
+            for device, (handle, inputs) in handles.items():
+                def call():
+                    return handle.run(inputs)
+                samples.setdefault((device, "python"), []).append(host_us_per_call(call, calls))
+                samples.setdefault((device, "python_host"), []).append(host_only_us_per_call(call, calls))
+
+    for device in devices:
+        for api in ("c", "c_host", "c_floor", "python", "python_host"):
+            if (device, api) in samples:
+                emit({"case": "dispatch", "device": device, "api": api, "calls": calls,
+                      "us_per_call": round(statistics.median(samples[device, api]), 3)}, sink)
 
 
 def bench_pipeline(sink, steps=128):
-    from aotirt.pipeline import GreedyDecoder, demo_frames
+    from aotirt.pipeline import GreedyDecoder, demo_frames, time_side_by_side
 
-    frames = demo_frames()
-    for mode in ["shared", "sync_each", "separate", "graph"]:
-        with GreedyDecoder("cuda:0", mode) as decoder:
-            seconds = decoder.time_per_token(frames, steps, repeats=REPS)
+    with contextlib.ExitStack() as open_decoders:
+        decoders = [open_decoders.enter_context(GreedyDecoder("cuda:0", mode)) for mode in MODES]
+        seconds = time_side_by_side(decoders, demo_frames(), steps, repeats=REPS)
+    for mode in MODES:
         emit({"case": "pipeline", "api": "python", "mode": mode, "steps": steps,
-              "tokens_per_s": round(1 / seconds, 1), "us_per_token": round(seconds * 1e6, 2)}, sink)
+              "tokens_per_s": round(1 / seconds[mode], 1), "us_per_token": round(seconds[mode] * 1e6, 2)}, sink)
 
 
 def bench_copy(sink):
@@ -169,12 +211,13 @@ def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--quick", action="store_true", help="fewer calls (for CI and smoke runs)")
     parser.add_argument("--out", help="also append the JSON lines to this file")
+    parser.add_argument("--harness", help="the C harness (aotirt_bench): C dispatch figures beside Python's")
     args = parser.parse_args()
     sink = open(args.out, "a") if args.out else None
     calls = 2000 if args.quick else 20000
-    bench_dispatch("cpu", calls, sink)
-    if aotirt.device_count() > 0:
-        bench_dispatch("cuda:0", calls, sink)
+    gpu = aotirt.device_count() > 0
+    bench_dispatch(["cpu", "cuda:0"] if gpu else ["cpu"], calls, sink, args.harness)
+    if gpu:
         bench_pipeline(sink)
         bench_copy(sink)
         if not args.quick:

@@ -16,7 +16,8 @@
 
 namespace bench {
 
-constexpr int kRepetitions = 7;
+// Timed repetitions behind each median (after warm-up); --reps sets it.
+inline int repetitions = 7;
 
 inline double now_seconds() {
   using clock = std::chrono::steady_clock;
@@ -29,10 +30,10 @@ inline double median(std::vector<double> values) {
   return n % 2 ? values[n / 2] : 0.5 * (values[n / 2 - 1] + values[n / 2]);
 }
 
-// Median over kRepetitions of `measure()`, each returning one figure.
+// Median over `repetitions` of `measure()`, each returning one figure.
 inline double median_of(const std::function<double()>& measure) {
   std::vector<double> values;
-  for (int i = 0; i < kRepetitions; ++i) values.push_back(measure());
+  for (int i = 0; i < repetitions; ++i) values.push_back(measure());
   return median(values);
 }
 

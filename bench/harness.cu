@@ -2,7 +2,12 @@
 // (libaotirt.so), so each figure here is the floor of the same operation
 // from Python. Prints one JSON object per line (see bench_support.hpp).
 //
-//   aotirt_bench --models DIR [--device cpu|cuda] [--quick]
+//   aotirt_bench --models DIR [--device cpu|cuda] [--quick] [--cases dispatch,pipeline,copy] [--reps N]
+//
+// --device cpu runs the CPU cases only, --device cuda the CUDA ones only;
+// --cases picks cases (all by default); --reps sets the repetitions behind
+// each median (7). bench/bench.py runs `--cases dispatch --reps 1` between
+// its own repetitions, so that C and Python dispatch share the host's state.
 //
 // The harness waits for the GPU only through aotirt_copy_to_host, like
 // everything else in aotirt.
@@ -10,6 +15,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -20,8 +26,12 @@ namespace {
 
 struct Options {
   std::string models;
-  bool cpu_only = false;
+  bool cpu = true;
+  bool cuda = true;
   bool quick = false;
+  std::string cases = "dispatch,pipeline,copy";
+
+  bool runs(const std::string& name) const { return ("," + cases + ",").find("," + name + ",") != std::string::npos; }
 };
 
 std::string device_name(int32_t type) { return type == AOTIRT_DEVICE_CPU ? "cpu" : "cuda:0"; }
@@ -220,149 +230,219 @@ struct GpuTimer {
 // graph) or a copy after every step too (sync_each, the old behaviour).
 // graph: the decoder step captured once as a CUDA graph (next_token fed back
 // to token inside it) and replayed per step; the encoder runs eagerly.
+//
+// One mode's handles (and graph), open for the whole case so that the
+// modes' repetitions can take turns.
+class PipelineMode {
+ public:
+  static constexpr int kSteps = 128;
+
+  PipelineMode(const Options& opt, const char* mode, const std::vector<float>& frames)
+      : mode_(mode),
+        separate_(std::strcmp(mode, "separate") == 0),
+        sync_each_(std::strcmp(mode, "sync_each") == 0),
+        graph_mode_(std::strcmp(mode, "graph") == 0),
+        host_tokens_(kSteps) {
+    if (separate_) {
+      bench::check(aotirt_stream_create(0, &encoder_stream_), "aotirt_stream_create");
+      bench::check(aotirt_stream_create(0, &decoder_stream_), "aotirt_stream_create");
+    }
+    encoder_ = open_with_weights(opt, "encoder", encoder_stream_);
+    decoder_ = open_with_weights(opt, "decoder", decoder_stream_);
+    stream_ = aotirt_handle_stream(decoder_);
+    const int64_t frame_sizes[2] = {64, 80};
+    bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, 6, 0, aotirt_handle_stream(encoder_), &frames_),
+                 "aotirt_tensor_upload");
+    if (graph_mode_) capture();
+  }
+
+  ~PipelineMode() {
+    aotirt_graph_free(graph_);  // before its handle
+    aotirt_tensor_free(frames_);
+    aotirt_handle_free(encoder_);
+    aotirt_handle_free(decoder_);
+    aotirt_stream_release(encoder_stream_);
+    aotirt_stream_release(decoder_stream_);
+  }
+
+  PipelineMode(const PipelineMode&) = delete;
+  PipelineMode& operator=(const PipelineMode&) = delete;
+
+  const char* name() const { return mode_; }
+  bool separate() const { return separate_; }
+  bool sync_each() const { return sync_each_; }
+  int64_t first_token() const { return host_tokens_[0]; }
+  cudaStream_t cuda_stream() const { return static_cast<cudaStream_t>(aotirt_stream_handle(stream_)); }
+
+  // One whole decode, ending with the copy of the tokens to the host.
+  void decode(GpuTimer* timer) {
+    aotirt_tensor* hidden = nullptr;
+    bench::check(aotirt_handle_run(encoder_, &frames_, 1, &hidden, 1), "encoder run");
+    aotirt_tensor* token = start_token();
+    aotirt_tensor* tokens = nullptr;
+    const int64_t count = kSteps;
+    bench::check(aotirt_tensor_empty(1, &count, 4, AOTIRT_DEVICE_CUDA, 0, stream_, &tokens), "aotirt_tensor_empty");
+    if (timer) timer->begin(cuda_stream());
+    double enqueue_start = bench::now_seconds();
+    for (int i = 0; i < kSteps; ++i) {
+      aotirt_tensor* step_token = nullptr;  // borrowed
+      if (graph_mode_) {
+        // The first step copies this utterance's hidden and start token
+        // in; later steps take the token the graph fed back.
+        aotirt_tensor* inputs[2] = {hidden, token};
+        bench::check(aotirt_graph_replay(graph_, i == 0 ? inputs : nullptr, i == 0 ? 2 : 0, nullptr),
+                     "aotirt_graph_replay");
+        step_token = graph_next_token_;
+      } else {
+        aotirt_tensor* inputs[2] = {hidden, token};
+        aotirt_tensor* outputs[2] = {nullptr, nullptr};
+        bench::check(aotirt_handle_run(decoder_, inputs, 2, outputs, 2), "decoder run");
+        aotirt_tensor_free(outputs[0]);
+        aotirt_tensor_free(token);
+        token = outputs[1];
+        step_token = token;
+      }
+      aotirt_tensor* slot = nullptr;
+      bench::check(aotirt_tensor_narrow(tokens, 0, i, 1, &slot), "aotirt_tensor_narrow");
+      bench::check(aotirt_tensor_copy(slot, step_token), "aotirt_tensor_copy");
+      aotirt_tensor_free(slot);
+      if (sync_each_) {
+        int64_t value = 0;
+        bench::check(aotirt_copy_to_host(step_token, &value, sizeof value), "aotirt_copy_to_host");
+      }
+    }
+    if (timer) {
+      timer->enqueue_seconds = bench::now_seconds() - enqueue_start;
+      timer->finish(cuda_stream());
+    }
+    bench::check(aotirt_copy_to_host(tokens, host_tokens_.data(), kSteps * sizeof(int64_t)), "aotirt_copy_to_host");
+    aotirt_tensor_free(tokens);
+    aotirt_tensor_free(token);
+    aotirt_tensor_free(hidden);
+  }
+
+ private:
+  aotirt_tensor* start_token() {
+    const int64_t one = 1, start = 0;
+    aotirt_tensor* token = nullptr;
+    bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream_, &token), "aotirt_tensor_upload");
+    return token;
+  }
+
+  void capture() {
+    aotirt_tensor* hidden = nullptr;
+    bench::check(aotirt_handle_run(encoder_, &frames_, 1, &hidden, 1), "encoder run");
+    aotirt_tensor* token = start_token();
+    aotirt_tensor* examples[2] = {hidden, token};
+    const size_t feedback[2] = {1, 1};  // next_token (output 1) -> token (input 1)
+    bench::check(aotirt_graph_capture_feedback(decoder_, examples, 2, 2, feedback, 1, &graph_),
+                 "aotirt_graph_capture_feedback");
+    graph_next_token_ = aotirt_graph_output(graph_, 1);  // static: the same every replay
+    aotirt_tensor_free(token);
+    aotirt_tensor_free(hidden);
+  }
+
+  const char* mode_;
+  bool separate_, sync_each_, graph_mode_;
+  aotirt_stream* encoder_stream_ = nullptr;
+  aotirt_stream* decoder_stream_ = nullptr;
+  aotirt_handle* encoder_ = nullptr;
+  aotirt_handle* decoder_ = nullptr;
+  aotirt_stream* stream_ = nullptr;
+  aotirt_tensor* frames_ = nullptr;
+  aotirt_graph* graph_ = nullptr;
+  aotirt_tensor* graph_next_token_ = nullptr;
+  std::vector<int64_t> host_tokens_;
+};
+
 void pipeline(const Options& opt) {
-  const int steps = 128;
-  const int64_t frame_sizes[2] = {64, 80};
   std::vector<float> frames(64 * 80);
   for (size_t i = 0; i < frames.size(); ++i) frames[i] = static_cast<float>((i * 2654435761u) % 1000) / 500.0f - 1.0f;
+  std::vector<std::unique_ptr<PipelineMode>> modes;
+  for (const char* mode : {"shared", "sync_each", "separate", "graph"})
+    modes.push_back(std::make_unique<PipelineMode>(opt, mode, frames));
+  for (auto& mode : modes) mode->decode(nullptr);  // warm-up
 
-  for (const char* mode : {"shared", "sync_each", "separate", "graph"}) {
-    const bool separate = std::strcmp(mode, "separate") == 0;
-    const bool sync_each = std::strcmp(mode, "sync_each") == 0;
-    const bool graph_mode = std::strcmp(mode, "graph") == 0;
-    aotirt_stream *encoder_stream = nullptr, *decoder_stream = nullptr;
-    if (separate) {
-      bench::check(aotirt_stream_create(0, &encoder_stream), "aotirt_stream_create");
-      bench::check(aotirt_stream_create(0, &decoder_stream), "aotirt_stream_create");
-    }
-    aotirt_handle* encoder = open_with_weights(opt, "encoder", encoder_stream);
-    aotirt_handle* decoder = open_with_weights(opt, "decoder", decoder_stream);
-    aotirt_stream* stream = aotirt_handle_stream(decoder);
-    aotirt_tensor* frame_tensor = nullptr;
-    bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, 6, 0, aotirt_handle_stream(encoder), &frame_tensor),
-                 "aotirt_tensor_upload");
-    std::vector<int64_t> host_tokens(steps);
-    const int64_t one = 1, start = 0, count = steps;
-
-    aotirt_graph* graph = nullptr;
-    aotirt_tensor* graph_next_token = nullptr;  // static output 1, the same every replay
-    if (graph_mode) {
-      aotirt_tensor *hidden = nullptr, *token = nullptr;
-      bench::check(aotirt_handle_run(encoder, &frame_tensor, 1, &hidden, 1), "encoder run");
-      bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream, &token), "aotirt_tensor_upload");
-      aotirt_tensor* examples[2] = {hidden, token};
-      const size_t feedback[2] = {1, 1};  // next_token (output 1) -> token (input 1)
-      bench::check(aotirt_graph_capture_feedback(decoder, examples, 2, 2, feedback, 1, &graph),
-                   "aotirt_graph_capture_feedback");
-      graph_next_token = aotirt_graph_output(graph, 1);
-      aotirt_tensor_free(token);
-      aotirt_tensor_free(hidden);
-    }
-
-    auto decode = [&](GpuTimer* timer) {
-      aotirt_tensor* hidden = nullptr;
-      bench::check(aotirt_handle_run(encoder, &frame_tensor, 1, &hidden, 1), "encoder run");
-      aotirt_tensor* token = nullptr;
-      bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream, &token), "aotirt_tensor_upload");
-      aotirt_tensor* tokens = nullptr;
-      bench::check(aotirt_tensor_empty(1, &count, 4, AOTIRT_DEVICE_CUDA, 0, stream, &tokens), "aotirt_tensor_empty");
-      if (timer) timer->begin(static_cast<cudaStream_t>(aotirt_stream_handle(stream)));
-      double enqueue_start = bench::now_seconds();
-      for (int i = 0; i < steps; ++i) {
-        aotirt_tensor* step_token = nullptr;  // borrowed
-        if (graph_mode) {
-          // The first step copies this utterance's hidden and start token
-          // in; later steps take the token the graph fed back.
-          aotirt_tensor* inputs[2] = {hidden, token};
-          bench::check(aotirt_graph_replay(graph, i == 0 ? inputs : nullptr, i == 0 ? 2 : 0, nullptr),
-                       "aotirt_graph_replay");
-          step_token = graph_next_token;
-        } else {
-          aotirt_tensor* inputs[2] = {hidden, token};
-          aotirt_tensor* outputs[2] = {nullptr, nullptr};
-          bench::check(aotirt_handle_run(decoder, inputs, 2, outputs, 2), "decoder run");
-          aotirt_tensor_free(outputs[0]);
-          aotirt_tensor_free(token);
-          token = outputs[1];
-          step_token = token;
-        }
-        aotirt_tensor* slot = nullptr;
-        bench::check(aotirt_tensor_narrow(tokens, 0, i, 1, &slot), "aotirt_tensor_narrow");
-        bench::check(aotirt_tensor_copy(slot, step_token), "aotirt_tensor_copy");
-        aotirt_tensor_free(slot);
-        if (sync_each) {
-          int64_t value = 0;
-          bench::check(aotirt_copy_to_host(step_token, &value, sizeof value), "aotirt_copy_to_host");
-        }
-      }
-      if (timer) {
-        timer->enqueue_seconds = bench::now_seconds() - enqueue_start;
-        timer->finish(static_cast<cudaStream_t>(aotirt_stream_handle(stream)));
-      }
-      bench::check(aotirt_copy_to_host(tokens, host_tokens.data(), steps * sizeof(int64_t)), "aotirt_copy_to_host");
-      aotirt_tensor_free(tokens);
-      aotirt_tensor_free(token);
-      aotirt_tensor_free(hidden);
-    };
-
-    decode(nullptr);  // warm-up
-    double seconds = bench::median_of([&] {
+  // The modes take turns, one decode each per round: the host's speed drifts
+  // over seconds on a shared machine, and the ratios between modes must not
+  // depend on which mode ran while it was slow.
+  std::vector<std::vector<double>> seconds(modes.size());
+  for (int rep = 0; rep < bench::repetitions; ++rep) {
+    for (size_t m = 0; m < modes.size(); ++m) {
       double begin = bench::now_seconds();
-      decode(nullptr);
-      return bench::now_seconds() - begin;
-    });
+      modes[m]->decode(nullptr);
+      seconds[m].push_back(bench::now_seconds() - begin);
+    }
+  }
+
+  for (size_t m = 0; m < modes.size(); ++m) {
+    PipelineMode& mode = *modes[m];
+    const int steps = PipelineMode::kSteps;
+    double per_decode = bench::median(seconds[m]);
     bench::Record row;
-    row.text("case", "pipeline").text("api", "c").text("mode", mode).number("steps", steps)
-        .number("tokens_per_s", steps / seconds).number("us_per_token", seconds / steps * 1e6)
-        .number("first_token", double(host_tokens[0]));
-    if (!separate && !sync_each) {
+    row.text("case", "pipeline").text("api", "c").text("mode", mode.name()).number("steps", steps)
+        .number("tokens_per_s", steps / per_decode).number("us_per_token", per_decode / steps * 1e6)
+        .number("first_token", double(mode.first_token()));
+    if (!mode.separate() && !mode.sync_each()) {
       // The steps' GPU time alone: with the queue full, the kernels of the
       // shared mode run back to back (the sum of their GPU times, plus the
       // GPU's own gap between kernels), and a graph step is its replay.
       GpuTimer timer;
-      timer.hold_ns = static_cast<unsigned long long>(seconds * 4e9) + 1000000ull;
+      timer.hold_ns = static_cast<unsigned long long>(per_decode * 4e9) + 1000000ull;
       double gpu_seconds = bench::median_of([&] {
-        decode(&timer);
+        mode.decode(&timer);
         return timer.elapsed_seconds();
       });
       row.number("gpu_us_per_step", gpu_seconds / steps * 1e6).number("queue_full", timer.queue_was_full() ? 1 : 0);
     }
     row.emit();
-    aotirt_graph_free(graph);  // before its handle
-    aotirt_tensor_free(frame_tensor);
-    aotirt_handle_free(encoder);
-    aotirt_handle_free(decoder);
-    aotirt_stream_release(encoder_stream);
-    aotirt_stream_release(decoder_stream);
   }
 }
 
 }  // namespace
 
+int usage() {
+  std::fprintf(stderr,
+               "usage: aotirt_bench --models DIR [--device cpu|cuda] [--quick] [--cases dispatch,pipeline,copy] "
+               "[--reps N]\n");
+  return 2;
+}
+
 int main(int argc, char** argv) {
   Options opt;
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
-    if (arg == "--models" && i + 1 < argc) opt.models = argv[++i];
-    else if (arg == "--device" && i + 1 < argc) opt.cpu_only = std::string(argv[++i]) == "cpu";
-    else if (arg == "--quick") opt.quick = true;
-    else {
-      std::fprintf(stderr, "usage: aotirt_bench --models DIR [--device cpu|cuda] [--quick]\n");
-      return 2;
+    bool has_value = i + 1 < argc;
+    if (arg == "--models" && has_value) {
+      opt.models = argv[++i];
+    } else if (arg == "--device" && has_value) {
+      std::string device = argv[++i];
+      if (device != "cpu" && device != "cuda") return usage();
+      opt.cpu = device == "cpu";
+      opt.cuda = device == "cuda";
+    } else if (arg == "--quick") {
+      opt.quick = true;
+    } else if (arg == "--cases" && has_value) {
+      opt.cases = argv[++i];
+    } else if (arg == "--reps" && has_value) {
+      bench::repetitions = std::atoi(argv[++i]);
+      if (bench::repetitions < 1) return usage();
+    } else {
+      return usage();
     }
   }
   if (opt.models.empty()) {
     std::fprintf(stderr, "aotirt_bench: --models DIR (the package's models folder) is required\n");
     return 2;
   }
-  dispatch(opt, AOTIRT_DEVICE_CPU);
-  if (opt.cpu_only) return 0;
+  if (opt.cpu && opt.runs("dispatch")) dispatch(opt, AOTIRT_DEVICE_CPU);
+  if (!opt.cuda) return 0;
   if (aotirt_device_count() == 0) {
-    std::fprintf(stderr, "aotirt_bench: no CUDA GPU: only the CPU cases ran\n");
+    std::fprintf(stderr, "aotirt_bench: no CUDA GPU: the CUDA cases did not run\n");
     return 0;
   }
-  dispatch(opt, AOTIRT_DEVICE_CUDA);
-  pipeline(opt);
-  copy();
+  if (opt.runs("dispatch")) dispatch(opt, AOTIRT_DEVICE_CUDA);
+  if (opt.runs("pipeline")) pipeline(opt);
+  if (opt.runs("copy")) copy();
   return 0;
 }

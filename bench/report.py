@@ -86,7 +86,8 @@ def main():
     out.append("")
     out.append("`c`/`python`: 20,000 runs back to back (on CUDA the launch queue fills, so the GPU's "
                "pace shows too); `c_host`/`python_host`: batches of 100 drained in between, the host's "
-               "own cost; `c_floor`: the same kernel launched with no handle.")
+               "own cost; `c_floor`: the same kernel launched with no handle. C and Python take turns, "
+               "one repetition each per round, so that both see the same host.")
     for device in ["cpu", "cuda:0"]:
         for py_api, c_api in (("python", "c"), ("python_host", "c_host")):
             py = find(rows, case="dispatch", device=device, api=py_api)
@@ -105,7 +106,8 @@ def main():
 
     pipeline = [r for r in rows if r["case"] == "pipeline"]
     if pipeline:
-        out += section("pipeline", "Encoder once, then greedy decoder steps.",
+        out += section("pipeline", "Encoder once, then greedy decoder steps. Within each api, the modes "
+                       "take turns, one decode each per round.",
                        ['api', 'mode', 'steps', 'tokens per s', 'vs sync_each'])
         for row in pipeline:
             base = find(rows, case="pipeline", api=row["api"], mode="sync_each")

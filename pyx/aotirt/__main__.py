@@ -6,6 +6,7 @@
 """
 
 import argparse
+import contextlib
 import os
 import sys
 
@@ -34,7 +35,7 @@ _LABELS = {
 
 def demo(args):
     """Greedy decoding with the example encoder and decoder."""
-    from aotirt.pipeline import GreedyDecoder, demo_frames
+    from aotirt.pipeline import GreedyDecoder, demo_frames, time_side_by_side
 
     device = _device_for_demo(args.device)
     if args.graph and device == "cpu":
@@ -46,14 +47,12 @@ def demo(args):
         modes = ["sync_each", "shared"] + (["graph"] if device != "cpu" else [])
     else:
         modes = [main_mode]
-    seconds = {}
-    for mode in modes:
-        with GreedyDecoder(device, mode) as decoder:
-            tokens = decoder.decode(frames, args.steps)
-            seconds[mode] = decoder.time_per_token(frames, args.steps)
-        if mode == main_mode:
-            print(f"device: {device}")
-            print(f"tokens: {' '.join(str(t) for t in tokens)}")
+    with contextlib.ExitStack() as open_decoders:
+        decoders = [open_decoders.enter_context(GreedyDecoder(device, mode)) for mode in modes]
+        tokens = decoders[modes.index(main_mode)].decode(frames, args.steps)
+        print(f"device: {device}")
+        print(f"tokens: {' '.join(str(t) for t in tokens)}")
+        seconds = time_side_by_side(decoders, frames, args.steps)
     for mode in modes:
         print(f"{mode:>9}: {seconds[mode] * 1e6:9.1f} us per token ({_LABELS[mode]})")
     if args.compare_sync:

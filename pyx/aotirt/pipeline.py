@@ -98,15 +98,30 @@ class GreedyDecoder:
 
     def time_per_token(self, frames, steps, repeats=5):
         """Median seconds per token of decode() after one warm-up."""
-        import statistics
+        return time_side_by_side([self], frames, steps, repeats)[self.mode]
 
-        self.decode(frames, steps)
-        times = []
-        for _ in range(repeats):
+
+def time_side_by_side(decoders, frames, steps, repeats=5):
+    """Median seconds per token of each decoder's decode(), by mode.
+
+    After one warm-up each (which captures a graph), the decoders take turns,
+    one decode each per round: a host's speed drifts over seconds on a shared
+    machine, and the ratios between modes must not depend on which one ran
+    while it was slow.
+    """
+    import statistics
+
+    if len({d.mode for d in decoders}) != len(decoders):
+        raise ValueError("time_side_by_side: one decoder per mode")
+    for decoder in decoders:
+        decoder.decode(frames, steps)
+    times = {decoder.mode: [] for decoder in decoders}
+    for _ in range(repeats):
+        for decoder in decoders:
             start = time.perf_counter()
-            self.decode(frames, steps)
-            times.append((time.perf_counter() - start) / steps)
-        return statistics.median(times)
+            decoder.decode(frames, steps)
+            times[decoder.mode].append((time.perf_counter() - start) / steps)
+    return {mode: statistics.median(samples) for mode, samples in times.items()}
 
 
 def demo_frames(seed=0):
