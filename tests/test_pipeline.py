@@ -8,7 +8,7 @@ import pytest
 
 import aotirt
 from aotirt import reference
-from aotirt.pipeline import GreedyDecoder, demo_frames
+from aotirt.pipeline import GreedyDecoder, demo_frames, time_side_by_side
 from helpers import device_free_bytes
 from test_cli import cli
 
@@ -49,6 +49,15 @@ def test_bad_mode_and_steps(frames):
         GreedyDecoder("cpu", "fast")
     with GreedyDecoder("cpu") as decoder, pytest.raises(ValueError, match="steps must be at least 1"):
         decoder.decode(frames, 0)
+
+
+def test_time_side_by_side_times_each_mode_and_refuses_two_of_one(frames):
+    with GreedyDecoder("cpu", "shared") as shared, GreedyDecoder("cpu", "sync_each") as sync_each:
+        seconds = time_side_by_side([shared, sync_each], frames, 2, repeats=3)
+        assert set(seconds) == {"shared", "sync_each"}
+        assert all(s > 0 for s in seconds.values())
+        with pytest.raises(ValueError, match="one decoder per mode"):
+            time_side_by_side([shared, shared], frames, 2)
 
 
 def test_demo_on_the_cpu():
