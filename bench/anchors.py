@@ -23,6 +23,20 @@ def per_call_us(fn, calls={calls}, reps=7):
         sync()
         out.append(elapsed / calls * 1e6)
     return statistics.median(out)
+def host_us(fn, calls=2000, batch=20, reps=7):
+    # The host's own cost per call: batches short enough that the launch
+    # queue never fills (so the GPU's pace cannot set the host's), drained
+    # in between outside the timed region.
+    out = []
+    for _ in range(reps):
+        elapsed = 0.0
+        for _ in range(calls // batch):
+            start = time.perf_counter()
+            for _ in range(batch): fn()
+            elapsed += time.perf_counter() - start
+            sync()
+        out.append(elapsed / (calls // batch * batch) * 1e6)
+    return statistics.median(out)
 """.format(calls=CALLS)
 
 
@@ -104,7 +118,8 @@ def torch_aoti_runner(package, single_threaded):
         us = per_call_us(call, calls=2000)
         print(json.dumps({{"case": "aoti_runner", "runner": label
                           + (" (run_single_threaded)" if {single_threaded} else ""),
-                          "model": "mlp", "us_per_call": round(us, 3), "note": note}}))
+                          "model": "mlp", "us_per_call": round(us, 3), "host_us_per_call": round(host_us(call), 3),
+                          "note": note}}))
     """)
 
 
@@ -119,6 +134,7 @@ def torch_eager(zoo_folder):
         def sync(): torch.cuda.synchronize()
         with torch.no_grad():
             us = per_call_us(lambda: module(x), calls=2000)
+            host = host_us(lambda: module(x))
         print(json.dumps({{"case": "aoti_runner", "runner": "torch eager (same module)", "model": "mlp",
-                          "us_per_call": round(us, 3)}}))
+                          "us_per_call": round(us, 3), "host_us_per_call": round(host, 3)}}))
     """)

@@ -59,8 +59,9 @@ def test_report_compares_a_graph_step_with_its_kernels_and_runners_with_the_floo
         {"case": "kernel_times", "position": 0, "kernel": "k0", "gpu_us": 8.0},
         {"case": "kernel_times", "position": 1, "kernel": "k1", "gpu_us": 12.0},
         {"case": "kernel_times", "position": "sum", "kernels": 2, "gpu_us": 20.0},
-        {"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": 15.0},
-        {"case": "aoti_runner", "runner": "torch runner", "model": "mlp", "us_per_call": 30.0},
+        {"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": 15.0, "host_us_per_call": 6.0},
+        {"case": "aoti_runner", "runner": "torch runner", "model": "mlp", "us_per_call": 30.0,
+         "host_us_per_call": 24.0},
         {"case": "mlp_kernel_times", "position": "sum", "kernels": 3, "gpu_us": 12.0},
     ]
     text = render(rows, tmp_path)
@@ -68,7 +69,8 @@ def test_report_compares_a_graph_step_with_its_kernels_and_runners_with_the_floo
     assert "c: graph / shared, tokens per s: 1.60x (25.00 against 40.00 us per step)." in text
     assert "| | sum of 2 kernels | 20.00 |" in text
     assert "over the sum of its kernels' GPU times: 1.25x (25.00 against 20.00 us" in text
-    assert "aotirt / torch runner: 0.50 (target for torch's runner: at most 0.5)." in text
+    assert "aotirt / torch runner: 0.50 (target for torch's runner: at most 0.5); host cost alone: 0.25." in text
+    assert "| aotirt | mlp | 15.00 | 6.00 |  |" in text
     assert "The MLP's own GPU time per run: 12.00 us, the sum of its 3 kernels" in text
     assert "- aotirt: 1.25x that." in text and "- torch runner: 2.50x that." in text
 
