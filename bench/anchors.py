@@ -6,38 +6,23 @@ Each function returns the code of a small program that prints one JSON
 object; bench.py runs it and adds the result to its JSON lines.
 """
 
+import os
 import textwrap
 
 CALLS = 20000
 
-_TIMING = """
-import json, statistics, time
-def per_call_us(fn, calls={calls}, reps=7):
+# Each program defines sync() (its device wait) and times with bench/timing.py.
+_TIMING = f"""
+import json, sys
+sys.path.insert(0, {os.path.dirname(os.path.abspath(__file__))!r})
+from timing import host_us_per_call, median_of, us_per_call
+def per_call_us(fn, calls={CALLS}):
     for _ in range(200): fn()
     sync()
-    out = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        for _ in range(calls): fn()
-        elapsed = time.perf_counter() - start
-        sync()
-        out.append(elapsed / calls * 1e6)
-    return statistics.median(out)
-def host_us(fn, calls=2000, batch=20, reps=7):
-    # The host's own cost per call: batches short enough that the launch
-    # queue never fills (so the GPU's pace cannot set the host's), drained
-    # in between outside the timed region.
-    out = []
-    for _ in range(reps):
-        elapsed = 0.0
-        for _ in range(calls // batch):
-            start = time.perf_counter()
-            for _ in range(batch): fn()
-            elapsed += time.perf_counter() - start
-            sync()
-        out.append(elapsed / (calls // batch * batch) * 1e6)
-    return statistics.median(out)
-""".format(calls=CALLS)
+    return median_of(lambda: us_per_call(fn, calls, lambda _: sync()))
+def host_us(fn, calls=2000):
+    return median_of(lambda: host_us_per_call(fn, calls, lambda _: sync(), batch=20))
+"""
 
 
 def cupy_empty_kernel():

@@ -23,25 +23,14 @@ import numpy as np
 import aotirt
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from timing import REPS, host_us_per_call, median_of, us_per_call  # noqa: E402
 
-REPS = 7
 MODES = ("shared", "sync_each", "separate", "graph")
 
 
-def median_of(fn, reps=REPS):
-    return statistics.median(fn() for _ in range(reps))
-
-
-def host_us_per_call(call, calls):
-    """Host microseconds per call of `calls` calls of `call` (which returns a
-    run's outputs); the read-back after the timed region drains the queue so
-    that repetitions do not overlap."""
-    start = time.perf_counter()
-    for _ in range(calls):
-        out = call()
-    elapsed = time.perf_counter() - start
-    out[0].numpy()
-    return elapsed / calls * 1e6
+def read_back(outputs):
+    """Drains the queue: a run's first output, copied to the host."""
+    outputs[0].numpy()
 
 
 def emit(record, sink):
@@ -60,20 +49,6 @@ def bench_import(sink, modules=("aotirt", "numpy")):
             line = [l for l in out.strip().splitlines() if l.split("|")[-1].strip() == module][-1]
             return int(line.split("|")[1])
         emit({"case": "import", "module": module, "us": median_of(once)}, sink)
-
-
-def host_only_us_per_call(call, calls, batch=100):
-    """The host's own cost per call (as the C harness's c_host): batches of
-    100 calls, short enough that the launch queue never fills, drained in
-    between outside the timed region."""
-    elapsed = 0.0
-    for _ in range(calls // batch):
-        start = time.perf_counter()
-        for _ in range(batch):
-            out = call()
-        elapsed += time.perf_counter() - start
-        out[0].numpy()
-    return elapsed / (calls // batch * batch) * 1e6
 
 
 def harness_dispatch_rows(harness, devices, calls):
@@ -119,8 +94,8 @@ def bench_dispatch(devices, calls, sink, harness=None):
             for device, (handle, inputs) in handles.items():
                 def call():
                     return handle.run(inputs)
-                samples.setdefault((device, "python"), []).append(host_us_per_call(call, calls))
-                samples.setdefault((device, "python_host"), []).append(host_only_us_per_call(call, calls))
+                samples.setdefault((device, "python"), []).append(us_per_call(call, calls, read_back))
+                samples.setdefault((device, "python_host"), []).append(host_us_per_call(call, calls, read_back))
 
     for device in devices:
         for api in ("c", "c_host", "c_floor", "python", "python_host"):
@@ -179,8 +154,8 @@ def bench_aoti(sink, package):
         handle.run([inputs])[0].numpy()
         def run():
             return handle.run([inputs])
-        us = median_of(lambda: host_us_per_call(run, 2000))
-        host = median_of(lambda: host_only_us_per_call(run, 2000, batch=20))
+        us = median_of(lambda: us_per_call(run, 2000, read_back))
+        host = median_of(lambda: host_us_per_call(run, 2000, read_back, batch=20))
         emit({"case": "aoti_runner", "runner": "aotirt", "model": "mlp", "us_per_call": round(us, 3),
               "host_us_per_call": round(host, 3)}, sink)
 
@@ -189,8 +164,8 @@ def bench_aoti(sink, package):
         with handle.capture([inputs]) as graph:
             def replay():
                 return graph.replay([inputs])
-            us = median_of(lambda: host_us_per_call(replay, 2000))
-            host = median_of(lambda: host_only_us_per_call(replay, 2000, batch=20))
+            us = median_of(lambda: us_per_call(replay, 2000, read_back))
+            host = median_of(lambda: host_us_per_call(replay, 2000, read_back, batch=20))
             emit({"case": "aoti_runner", "runner": "aotirt graph replay", "model": "mlp",
                   "us_per_call": round(us, 3), "host_us_per_call": round(host, 3)}, sink)
     zoo = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "tests", "aoti")
