@@ -72,7 +72,7 @@ class GreedyDecoder:
         tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
         if self.mode == "graph":
             return self._decode_by_replays(hidden, token, tokens, steps)
-        # Looked up once: this loop is what time_per_token() measures.
+        # Looked up once: this loop is what time_side_by_side() measures.
         run = self.decoder.run
         sync_each = self.mode == "sync_each"
         for i in range(steps):
@@ -95,10 +95,6 @@ class GreedyDecoder:
             replay()
             tokens.narrow(0, i, 1).copy_(next_token)
         return tokens.numpy()  # the one host wait
-
-    def time_per_token(self, frames, steps, repeats=5):
-        """Median seconds per token of decode() after one warm-up."""
-        return time_side_by_side([self], frames, steps, repeats)[self.mode]
 
 
 def time_side_by_side(decoders, frames, steps, repeats=5):
