@@ -19,10 +19,8 @@ from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp",
-                "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
-                "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
-                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
+# libaotirt.so: every .cpp and .cu under these folders of cuda_src/.
+CORE_DIRS = ["runtime", "shims"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
@@ -115,9 +113,10 @@ class BuildAotirt(build_ext):
         headers = [os.path.join(ROOT, "include", "aotirt", h) for h in os.listdir(os.path.join(ROOT, "include", "aotirt"))]
 
         core = os.path.join(package_dir, "libaotirt.so")
-        core_dir = os.path.join(ROOT, "cuda_src", "core")
-        core_sources = [os.path.join(core_dir, s) for s in CORE_SOURCES]
-        core_headers = headers + [os.path.join(core_dir, h) for h in os.listdir(core_dir) if h.endswith(".h")]
+        core_files = [os.path.join(folder, name) for d in CORE_DIRS
+                      for folder, _dirs, names in os.walk(os.path.join(ROOT, "cuda_src", d)) for name in names]
+        core_sources = sorted(f for f in core_files if f.endswith((".cpp", ".cu")))
+        core_headers = headers + [f for f in core_files if f.endswith(".h")]
         if newer(core, core_sources + core_headers):
             self.build_core(core_sources, core)
 
@@ -156,21 +155,25 @@ class BuildAotirt(build_ext):
             ext.library_dirs.append(package_dir)
         super().run()
 
-    def nvcc_compile(self, source, obj, defines=()):
+    def nvcc_compile(self, source, obj, defines=(), core=False):
         host = ",".join(["-fPIC", "-fvisibility=hidden", "-Wall", *sanitize_flags()])
+        # The core's files include each other as "runtime/x.h" and "shims/x.h".
+        own = ["-I", os.path.join(ROOT, "cuda_src")] if core else []
         run([self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(),
              "-Xcompiler", host, *[f"-D{d}" for d in defines],
-             "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj])
+             "-I", os.path.join(ROOT, "include"), *own, "-c", source, "-o", obj])
 
     def build_core(self, sources, target):
         obj_dir = os.path.join(self.build_temp, "core")
         os.makedirs(obj_dir, exist_ok=True)
-        objects = [os.path.join(obj_dir, os.path.basename(s) + ".o") for s in sources]
+        objects = [os.path.join(obj_dir, os.path.relpath(s, os.path.join(ROOT, "cuda_src")).replace(os.sep, "_") + ".o")
+                   for s in sources]
         with ThreadPoolExecutor(self.jobs) as pool:
-            for f in [pool.submit(self.nvcc_compile, s, o, ["AOTIRT_BUILDING_CORE"]) for s, o in zip(sources, objects)]:
+            for f in [pool.submit(self.nvcc_compile, s, o, ["AOTIRT_BUILDING_CORE"], core=True)
+                      for s, o in zip(sources, objects)]:
                 f.result()
         # cudart is linked dynamically: the core, the models and any test
-        # interposer must all see one CUDA runtime (shared/DESIGN.md).
+        # interposer must all see one CUDA runtime (docs/design.md).
         run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
              *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so", "-ldl"])
 
