@@ -6,6 +6,7 @@
 #include <string>
 
 #include "runtime/copy.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -24,7 +25,15 @@ size_t contiguous_nbytes(int64_t ndim, const int64_t* sizes, int32_t dtype) {
 
 extern "C" {
 
+AOTIRT_API size_t aotirt_dtype_count(void) { return kNumDtypes; }
+AOTIRT_API int32_t aotirt_dtype_code(size_t i) { return i < kNumDtypes ? kDtypes[i].code : -1; }
 AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype) { return dtype_itemsize(dtype); }
+AOTIRT_API int aotirt_dtype_kind(int32_t dtype) { return dtype_kind(dtype); }
+
+AOTIRT_API const char* aotirt_dtype_name(int32_t dtype) {
+  const DtypeInfo* d = dtype_info(dtype);
+  return d ? d->name : nullptr;
+}
 
 AOTIRT_API aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes, int32_t dtype,
                                              int32_t device_type, int32_t device_index, aotirt_stream* stream,

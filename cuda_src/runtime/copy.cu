@@ -4,6 +4,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 
 namespace aotirt {

@@ -5,6 +5,7 @@
 #include <utility>
 
 #include "runtime/copy.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 
 using namespace aotirt;

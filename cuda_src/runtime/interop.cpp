@@ -3,6 +3,7 @@
 #include <new>
 #include <string>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 
 namespace aotirt {
@@ -48,45 +49,6 @@ aotirt_status order_raw_before(cudaStream_t producer, int device, Stream* consum
   AOTIRT_TRY(guard.enter(device));
   StreamRef source = adopt_stream(producer, device);
   return source->order_before(consumer);
-}
-
-int32_t dtype_from_dlpack(DLDataType dtype) {
-  if (dtype.lanes != 1) return -1;
-  switch (dtype.code) {
-    case kDLInt:
-      switch (dtype.bits) {
-        case 8: return 1;
-        case 16: return 2;
-        case 32: return 3;
-        case 64: return 4;
-      }
-      return -1;
-    case kDLUInt: return dtype.bits == 8 ? 0 : -1;
-    case kDLFloat:
-      switch (dtype.bits) {
-        case 16: return 5;
-        case 32: return 6;
-        case 64: return 7;
-      }
-      return -1;
-    case kDLBfloat: return dtype.bits == 16 ? 15 : -1;
-    case kDLBool: return dtype.bits == 8 ? 11 : -1;
-    default: return -1;
-  }
-}
-
-DLDataType dtype_to_dlpack(int32_t dtype) {
-  DLDataType r{};
-  r.lanes = 1;
-  r.bits = static_cast<uint8_t>(dtype_itemsize(dtype) * 8);
-  switch (dtype) {
-    case 0: r.code = kDLUInt; break;
-    case 1: case 2: case 3: case 4: r.code = kDLInt; break;
-    case 5: case 6: case 7: r.code = kDLFloat; break;
-    case 11: r.code = kDLBool; break;
-    case 15: r.code = kDLBfloat; break;
-  }
-  return r;
 }
 
 aotirt_status from_dlpack(const DLTensor& dl, Stream* stream, void (*release)(void*), void* release_ctx,

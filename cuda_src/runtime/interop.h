@@ -28,11 +28,6 @@ aotirt_status order_before_raw(Stream* producer, cudaStream_t consumer, int devi
 // `producer` of `device`.
 aotirt_status order_raw_before(cudaStream_t producer, int device, Stream* consumer);
 
-// The c10 dtype code of a DLPack dtype, or -1 when aotirt has no such dtype.
-int32_t dtype_from_dlpack(DLDataType dtype);
-// The DLPack dtype of a c10 code (which aotirt supports).
-DLDataType dtype_to_dlpack(int32_t dtype);
-
 // A tensor over the memory a DLPack tensor describes; `release(release_ctx)`
 // (which calls the producer's deleter) runs when it is no longer used.
 aotirt_status from_dlpack(const DLTensor& dl, Stream* stream, void (*release)(void*), void* release_ctx,

@@ -224,37 +224,6 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
   return AOTIRT_OK;
 }
 
-size_t dtype_itemsize(int32_t dtype) {
-  switch (dtype) {
-    case 0: case 1: case 11: return 1;      // u8, i8, bool
-    case 2: case 5: case 15: return 2;      // i16, f16, bf16
-    case 3: case 6: return 4;               // i32, f32
-    case 4: case 7: return 8;               // i64, f64
-    default: return 0;
-  }
-}
-
-const char* dtype_name(int32_t dtype) {
-  switch (dtype) {
-    case 0: return "uint8";
-    case 1: return "int8";
-    case 2: return "int16";
-    case 3: return "int32";
-    case 4: return "int64";
-    case 5: return "float16";
-    case 6: return "float32";
-    case 7: return "float64";
-    case 11: return "bool";
-    case 15: return "bfloat16";
-    default: return "unsupported";
-  }
-}
-
-aotirt_status check_dtype(int32_t dtype) {
-  if (dtype_itemsize(dtype) != 0) return AOTIRT_OK;
-  return fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
-}
-
 aotirt_status check_shape(int64_t ndim, const int64_t* sizes) {
   if (ndim < 0 || ndim > AOTIRT_MAX_DIMS)
     return fail(AOTIRT_ERROR_VALUE, "tensors have 0 to " + std::to_string(AOTIRT_MAX_DIMS) +

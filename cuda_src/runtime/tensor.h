@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "aotirt/aotirt.h"
+#include "runtime/dtypes.h"
 #include "runtime/graph_memory.h"
 #include "runtime/ref.h"
 #include "runtime/stream.h"
@@ -66,11 +67,6 @@ void release_finished_borrowed();
 aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
                                const StreamRef& stream, StorageRef* out);
 
-size_t dtype_itemsize(int32_t dtype);  // 0 for unsupported codes
-const char* dtype_name(int32_t dtype);
-// AOTIRT_ERROR_TYPE "dtype code N is not supported" unless aotirt has `dtype`.
-aotirt_status check_dtype(int32_t dtype);
-
 // Checks ndim and the sizes (non-negative, product fits in int64).
 aotirt_status check_shape(int64_t ndim, const int64_t* sizes);
 void contiguous_strides(int64_t ndim, const int64_t* sizes, int64_t* strides);
@@ -84,7 +80,7 @@ struct AtenTensorOpaque {
   int64_t sizes[AOTIRT_MAX_DIMS] = {};
   int64_t strides[AOTIRT_MAX_DIMS] = {};  // in elements
   int64_t storage_offset = 0;             // in elements
-  int32_t dtype = 6;
+  int32_t dtype = AOTIRT_DTYPE_FLOAT32;
   // The stream the work that produces this tensor was queued on; copies and
   // consumers order themselves after it. Empty for CPU tensors.
   aotirt::StreamRef stream;

@@ -10,6 +10,7 @@
 #include <string>
 #include <type_traits>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 
@@ -57,21 +58,19 @@ inline To cast(From v) {
 template <typename Fn>
 bool dispatch_dtype(int32_t dtype, Fn&& fn) {
   switch (dtype) {
-    case 0: fn(uint8_t{}); return true;
-    case 1: fn(int8_t{}); return true;
-    case 2: fn(int16_t{}); return true;
-    case 3: fn(int32_t{}); return true;
-    case 4: fn(int64_t{}); return true;
-    case 5: fn(__half{}); return true;
-    case 6: fn(float{}); return true;
-    case 7: fn(double{}); return true;
-    case 11: fn(bool{}); return true;
-    case 15: fn(__nv_bfloat16{}); return true;
+    case AOTIRT_DTYPE_UINT8: fn(uint8_t{}); return true;
+    case AOTIRT_DTYPE_INT8: fn(int8_t{}); return true;
+    case AOTIRT_DTYPE_INT16: fn(int16_t{}); return true;
+    case AOTIRT_DTYPE_INT32: fn(int32_t{}); return true;
+    case AOTIRT_DTYPE_INT64: fn(int64_t{}); return true;
+    case AOTIRT_DTYPE_FLOAT16: fn(__half{}); return true;
+    case AOTIRT_DTYPE_FLOAT32: fn(float{}); return true;
+    case AOTIRT_DTYPE_FLOAT64: fn(double{}); return true;
+    case AOTIRT_DTYPE_BOOL: fn(bool{}); return true;
+    case AOTIRT_DTYPE_BFLOAT16: fn(__nv_bfloat16{}); return true;
     default: return false;
   }
 }
-
-inline bool is_floating(int32_t dtype) { return dtype == 5 || dtype == 6 || dtype == 7 || dtype == 15; }
 
 // Element offset of the element at `index` (one per dimension) of `t`.
 inline int64_t offset_at(const Tensor& t, const int64_t* index) {

@@ -11,6 +11,7 @@
 #include <string>
 
 #include "runtime/copy.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -73,9 +74,7 @@ aotirt_status aotirt::new_tensor(int64_t ndim, const int64_t* sizes, const int64
                                  int32_t device_type, int32_t device_index, Tensor** out) {
   AOTIRT_TRY(check_device_type(device_type));
   AOTIRT_TRY(aotirt::check_shape(ndim, sizes));
-  size_t itemsize = aotirt::dtype_itemsize(dtype);
-  if (itemsize == 0)
-    return aotirt::fail(AOTIRT_ERROR_TYPE, "dtype code " + std::to_string(dtype) + " is not supported");
+  AOTIRT_TRY(aotirt::check_dtype(dtype));
   Tensor view;  // only to measure the extent of the requested strides
   view.ndim = ndim;
   view.dtype = dtype;

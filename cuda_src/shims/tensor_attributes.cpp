@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/shim_helpers.h"
@@ -16,18 +17,18 @@ extern "C" {
 
 int32_t aoti_torch_device_type_cpu(void) { return AOTIRT_DEVICE_CPU; }
 int32_t aoti_torch_device_type_cuda(void) { return AOTIRT_DEVICE_CUDA; }
-int32_t aoti_torch_dtype_float8_e5m2(void) { return 23; }
-int32_t aoti_torch_dtype_float8_e4m3fn(void) { return 24; }
-int32_t aoti_torch_dtype_bfloat16(void) { return 15; }
-int32_t aoti_torch_dtype_float16(void) { return 5; }
-int32_t aoti_torch_dtype_float32(void) { return 6; }
-int32_t aoti_torch_dtype_float64(void) { return 7; }
-int32_t aoti_torch_dtype_uint8(void) { return 0; }
-int32_t aoti_torch_dtype_int8(void) { return 1; }
-int32_t aoti_torch_dtype_int16(void) { return 2; }
-int32_t aoti_torch_dtype_int32(void) { return 3; }
-int32_t aoti_torch_dtype_int64(void) { return 4; }
-int32_t aoti_torch_dtype_bool(void) { return 11; }
+int32_t aoti_torch_dtype_float8_e5m2(void) { return AOTIRT_DTYPE_FLOAT8_E5M2; }
+int32_t aoti_torch_dtype_float8_e4m3fn(void) { return AOTIRT_DTYPE_FLOAT8_E4M3FN; }
+int32_t aoti_torch_dtype_bfloat16(void) { return AOTIRT_DTYPE_BFLOAT16; }
+int32_t aoti_torch_dtype_float16(void) { return AOTIRT_DTYPE_FLOAT16; }
+int32_t aoti_torch_dtype_float32(void) { return AOTIRT_DTYPE_FLOAT32; }
+int32_t aoti_torch_dtype_float64(void) { return AOTIRT_DTYPE_FLOAT64; }
+int32_t aoti_torch_dtype_uint8(void) { return AOTIRT_DTYPE_UINT8; }
+int32_t aoti_torch_dtype_int8(void) { return AOTIRT_DTYPE_INT8; }
+int32_t aoti_torch_dtype_int16(void) { return AOTIRT_DTYPE_INT16; }
+int32_t aoti_torch_dtype_int32(void) { return AOTIRT_DTYPE_INT32; }
+int32_t aoti_torch_dtype_int64(void) { return AOTIRT_DTYPE_INT64; }
+int32_t aoti_torch_dtype_bool(void) { return AOTIRT_DTYPE_BOOL; }
 size_t aoti_torch_dtype_element_size(int32_t dtype) { return aotirt::dtype_itemsize(dtype); }
 int32_t aoti_torch_layout_strided(void) { return 0; }
 int32_t aoti_torch_memory_format_contiguous_format(void) { return 0; }

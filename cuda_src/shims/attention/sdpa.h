@@ -38,9 +38,9 @@ struct Problem {
   // Entries after q_len in each (batch, head) row of lse that get +inf: the
   // efficient kernel pads its logsumexp to a multiple of 32 rows that way.
   int64_t lse_padding = 0;
-  int32_t dtype = 6;           // of q, k, v and out
-  int32_t bias_dtype = 6;      // floating (added) or bool (true: attend)
-  int32_t lse_dtype = 6;       // float32, or float64 on the CPU for float64 inputs
+  int32_t dtype = AOTIRT_DTYPE_FLOAT32;       // of q, k, v and out
+  int32_t bias_dtype = AOTIRT_DTYPE_FLOAT32;  // floating (added) or bool (true: attend)
+  int32_t lse_dtype = AOTIRT_DTYPE_FLOAT32;   // float32, or float64 on the CPU for float64 inputs
   int32_t causal = kNotCausal;
   double scale = 1.0;
 };

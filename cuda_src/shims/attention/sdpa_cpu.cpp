@@ -10,6 +10,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "shims/attention/sdpa.h"
 #include "shims/host_elements.h"
@@ -34,7 +35,7 @@ void run_typed(const Problem& p) {
   std::vector<double> acc(static_cast<size_t>(p.value_dim));
   auto store_lse = [&](int64_t b, int64_t h, int64_t row, double value) {
     const int64_t at = b * p.lse_stride[0] + h * p.lse_stride[1] + row * p.lse_stride[2];
-    if (p.lse_dtype == 7)
+    if (p.lse_dtype == AOTIRT_DTYPE_FLOAT64)
       static_cast<double*>(p.lse)[at] = value;
     else
       static_cast<float*>(p.lse)[at] = static_cast<float>(value);

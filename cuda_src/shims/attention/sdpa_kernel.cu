@@ -14,6 +14,7 @@
 #include <cmath>
 #include <string>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/attention/sdpa.h"
@@ -44,10 +45,10 @@ __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { re
 // and a template per bias dtype would multiply the kernels for no gain.
 __device__ __forceinline__ float bias_at(const void* bias, int32_t dtype, int64_t offset, float score) {
   switch (dtype) {
-    case 5: return score + __half2float(static_cast<const __half*>(bias)[offset]);
-    case 7: return score + static_cast<float>(static_cast<const double*>(bias)[offset]);
-    case 11: return static_cast<const unsigned char*>(bias)[offset] ? score : -INFINITY;
-    case 15: return score + __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[offset]);
+    case AOTIRT_DTYPE_FLOAT16: return score + __half2float(static_cast<const __half*>(bias)[offset]);
+    case AOTIRT_DTYPE_FLOAT64: return score + static_cast<float>(static_cast<const double*>(bias)[offset]);
+    case AOTIRT_DTYPE_BOOL: return static_cast<const unsigned char*>(bias)[offset] ? score : -INFINITY;
+    case AOTIRT_DTYPE_BFLOAT16: return score + __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[offset]);
     default: return score + static_cast<const float*>(bias)[offset];
   }
 }
@@ -161,13 +162,13 @@ aotirt_status run_cuda(const Problem& p, Stream* stream) {
                                         std::to_string(p.value_dim) + " (value) do not fit this kernel's shared "
                                         "memory; their sum can be at most " +
                                         std::to_string(kMaxShared / sizeof(float) - kTile));
-  if (p.lse && p.lse_dtype != 6) return fail(AOTIRT_ERROR_TYPE, "attention on CUDA writes a float32 log-sum-exp");
+  if (p.lse && p.lse_dtype != AOTIRT_DTYPE_FLOAT32) return fail(AOTIRT_ERROR_TYPE, "attention on CUDA writes a float32 log-sum-exp");
   const unsigned grid = static_cast<unsigned>(rows < kMaxGrid ? rows : kMaxGrid);
   cudaError_t launched;
   switch (p.dtype) {
-    case 6: launched = launch<float>(p, grid, shared, stream->handle); break;
-    case 5: launched = launch<__half>(p, grid, shared, stream->handle); break;
-    case 15: launched = launch<__nv_bfloat16>(p, grid, shared, stream->handle); break;
+    case AOTIRT_DTYPE_FLOAT32: launched = launch<float>(p, grid, shared, stream->handle); break;
+    case AOTIRT_DTYPE_FLOAT16: launched = launch<__half>(p, grid, shared, stream->handle); break;
+    case AOTIRT_DTYPE_BFLOAT16: launched = launch<__nv_bfloat16>(p, grid, shared, stream->handle); break;
     default:
       return fail(AOTIRT_ERROR_TYPE, std::string("attention on CUDA takes float32, float16 or bfloat16, not ") +
                                          dtype_name(p.dtype));

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "aotirt/shim.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -36,8 +37,6 @@ std::string shape_of(const Tensor& t) {
   for (int64_t d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.sizes[d]);
   return s + "]";
 }
-
-bool floating(int32_t dtype) { return dtype == 5 || dtype == 6 || dtype == 7 || dtype == 15; }
 
 // torch's is_non_overlapping_and_dense: the elements fill their memory
 // exactly, in some order of the dimensions.
@@ -141,7 +140,8 @@ aotirt_status describe(const char* name, const Tensor* q, const Tensor* k, const
       return fail(AOTIRT_ERROR_TYPE, std::string(name) + ": query, key and value must have one dtype (got " +
                                          dtype_name(q->dtype) + " and " + dtype_name(t.dtype) + ")");
   }
-  const bool supported = q->dtype == 6 || q->dtype == 5 || q->dtype == 15 || (!cuda && q->dtype == 7);
+  const bool supported = q->dtype == AOTIRT_DTYPE_FLOAT32 || q->dtype == AOTIRT_DTYPE_FLOAT16 ||
+                         q->dtype == AOTIRT_DTYPE_BFLOAT16 || (!cuda && q->dtype == AOTIRT_DTYPE_FLOAT64);
   if (!supported)
     return fail(AOTIRT_ERROR_TYPE, std::string(name) + ": " + dtype_name(q->dtype) +
                                        " inputs are not supported (float32, float16, bfloat16" +
@@ -185,7 +185,7 @@ aotirt_status describe(const char* name, const Tensor* q, const Tensor* k, const
     if (bias->storage->device_type != device_type ||
         (cuda && bias->storage->device_index != q->storage->device_index))
       return bad(name, "the attention bias must be on the device of the query");
-    if (!floating(bias->dtype) && bias->dtype != 11)
+    if (!is_floating(bias->dtype) && bias->dtype != AOTIRT_DTYPE_BOOL)
       return fail(AOTIRT_ERROR_TYPE, std::string(name) + ": the attention bias must be floating point (added to "
                                                          "the scores) or bool (true: attend), not " +
                                          dtype_name(bias->dtype));
@@ -223,7 +223,7 @@ aotirt_status make(int64_t ndim, const int64_t* sizes, const int64_t* strides, i
 // give them no device; eager keeps them on the CPU or beside the output).
 aotirt_status rng_placeholder(int64_t ndim, const int64_t* sizes, OwnedTensor* out) {
   Tensor* t = nullptr;
-  AOTIRT_TRY(new_tensor(ndim, sizes, nullptr, 4, AOTIRT_DEVICE_CPU, 0, &t));
+  AOTIRT_TRY(new_tensor(ndim, sizes, nullptr, AOTIRT_DTYPE_INT64, AOTIRT_DEVICE_CPU, 0, &t));
   out->reset(t);
   std::memset(t->data(), 0, static_cast<size_t>(t->numel()) * sizeof(int64_t));
   return AOTIRT_OK;
@@ -303,7 +303,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_efficient_attention(
     // or [B, H, 0] when not asked for.
     const int64_t lse_len = compute_log_sumexp ? (p.q_len + 31) / 32 * 32 : 0;
     const int64_t lse_sizes[3] = {p.batch, p.heads, lse_len};
-    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, 6, *query, &lse));
+    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &lse));
     p.lse_padding = lse_len - p.q_len;
     // Placeholders are made only for the outputs asked for (hand_out drops
     // the rest): no host allocations for nothing on every call.
@@ -340,10 +340,10 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     OwnedTensor out, lse, cum_q, cum_k, seed, offset, debug;
     AOTIRT_TRY(aotirt::make(4, sizes, strides, query->dtype, *query, &out));
     const int64_t lse_sizes[4] = {p.batch, p.heads, p.q_len, 1};  // float32 [B, H, L, 1]
-    AOTIRT_TRY(aotirt::make(4, lse_sizes, nullptr, 6, *query, &lse));
+    AOTIRT_TRY(aotirt::make(4, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &lse));
     // torch's meta returns None for these three: they come only if asked for.
-    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_q));
-    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_k));
+    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_q));
+    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_k));
     if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));
     if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
     if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
@@ -387,9 +387,9 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     OwnedTensor out, lse, cum_q, cum_k, rng_state, unused, debug;
     AOTIRT_TRY(aotirt::make(4, query->sizes, strides, query->dtype, *query, &out));
     const int64_t lse_sizes[3] = {p.batch, p.heads, p.q_len};  // float32 [B, H, L]
-    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, 6, *query, &lse));
-    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_q));
-    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(3, *query, &cum_k));
+    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &lse));
+    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_q));
+    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_k));
     // The generator state: uint64 [2] and [] in torch, which has no aotirt
     // dtype; int64 has the same bytes, and nobody reads them without dropout.
     const int64_t two = 2;
@@ -434,7 +434,7 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     aotirt::contiguous_strides(3, blh, contiguous);
     const int64_t lse_sizes[3] = {p.batch, p.heads, p.q_len};
     const int64_t lse_strides[3] = {contiguous[0], contiguous[2], contiguous[1]};
-    AOTIRT_TRY(aotirt::make(3, lse_sizes, lse_strides, query->dtype == 7 ? 7 : 6, *query, &lse));
+    AOTIRT_TRY(aotirt::make(3, lse_sizes, lse_strides, query->dtype == AOTIRT_DTYPE_FLOAT64 ? AOTIRT_DTYPE_FLOAT64 : AOTIRT_DTYPE_FLOAT32, *query, &lse));
     const Tensor* inputs[4] = {query, key, value, mask};
     AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, lse.get()));
     aotirt::hand_out(out, ret0);

@@ -12,6 +12,7 @@
 #include <type_traits>
 
 #include "aotirt/shim.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/convolution/conv.h"
@@ -66,7 +67,7 @@ aotirt_status describe(const char* name, int32_t device_type, const Tensor* inpu
   if (input->ndim != k)
     return bad(name, "the input must have the weight's " + std::to_string(k) +
                          " dimensions [batch, channels, ...], got " + std::to_string(input->ndim));
-  if (!host::is_floating(input->dtype))
+  if (!is_floating(input->dtype))
     return fail(AOTIRT_ERROR_TYPE, std::string(name) + ": " + dtype_name(input->dtype) +
                                        " inputs are not supported (float32, float64, float16, bfloat16)");
   if (weight->dtype != input->dtype || (bias && bias->dtype != input->dtype))
@@ -210,7 +211,7 @@ void output_strides(const Tensor& input, const Tensor& weight, const int64_t* ou
     if (suggest_format(4, input.sizes, input.strides) == Format::ChannelsLast ||
         suggest_format(4, weight.sizes, weight.strides) == Format::ChannelsLast)
       format = Format::ChannelsLast;
-  } else if (input.dtype != 7 && (suggest_format(5, input.sizes, input.strides) == Format::ChannelsLast3d ||
+  } else if (input.dtype != AOTIRT_DTYPE_FLOAT64 && (suggest_format(5, input.sizes, input.strides) == Format::ChannelsLast3d ||
                                   suggest_format(5, weight.sizes, weight.strides) == Format::ChannelsLast3d)) {
     format = Format::ChannelsLast3d;
   }

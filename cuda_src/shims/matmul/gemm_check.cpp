@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <string>
 
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "shims/matmul/gemm.h"
 
@@ -29,7 +30,7 @@ std::string where(const Tensor& t) {
 // std::string without a heap allocation.
 std::string prefix(const char* name) { return std::string(name) + ": "; }
 
-bool supported_dtype(int32_t dtype) { return dtype == 5 || dtype == 6 || dtype == 7 || dtype == 15; }
+bool supported_dtype(int32_t dtype) { return is_floating(dtype); }
 
 // A 3-D view [batch, rows, cols] of a 2-D or 3-D tensor.
 Tensor as_batched(const Tensor& t) {

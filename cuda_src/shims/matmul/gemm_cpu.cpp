@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "runtime/copy.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/half.h"
 #include "shims/matmul/gemm.h"
@@ -129,10 +130,10 @@ aotirt_status run_cpu(const Problem& p) {
   if (p.out_overlaps_input) AOTIRT_TRY(empty_like(p.out, StreamRef(), &scratch));
   const Tensor& target = p.out_overlaps_input ? scratch : p.out;
   switch (p.out.dtype) {
-    case 6: gemm<F32>(p, target); break;
-    case 7: gemm<F64>(p, target); break;
-    case 5: gemm<F16>(p, target); break;
-    case 15: gemm<BF16>(p, target); break;
+    case AOTIRT_DTYPE_FLOAT32: gemm<F32>(p, target); break;
+    case AOTIRT_DTYPE_FLOAT64: gemm<F64>(p, target); break;
+    case AOTIRT_DTYPE_FLOAT16: gemm<F16>(p, target); break;
+    case AOTIRT_DTYPE_BFLOAT16: gemm<BF16>(p, target); break;
     default: return fail(AOTIRT_ERROR_TYPE, std::string(p.name) + ": unsupported dtype " + dtype_name(p.out.dtype));
   }
   if (p.out_overlaps_input) copy_host_to_host(p.out, scratch);

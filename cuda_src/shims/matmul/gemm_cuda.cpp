@@ -9,6 +9,7 @@
 #include <string>
 
 #include "runtime/copy.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "shims/libs/cublas.h"
@@ -29,9 +30,9 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 cudaDataType_t data_type(int32_t dtype) {
   switch (dtype) {
-    case 7: return CUDA_R_64F;
-    case 5: return CUDA_R_16F;
-    case 15: return CUDA_R_16BF;
+    case AOTIRT_DTYPE_FLOAT64: return CUDA_R_64F;
+    case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
+    case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
     default: return CUDA_R_32F;
   }
 }
@@ -106,7 +107,7 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
 
   // Scalars in the compute type: float math for float32 (no TF32, torch's
   // default for float32 matmul) and for float16/bfloat16, double for float64.
-  const bool f64 = p.out.dtype == 7;
+  const bool f64 = p.out.dtype == AOTIRT_DTYPE_FLOAT64;
   const int compute = f64 ? cublas::kCompute64F : cublas::kCompute32F;
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(p.beta);
   const void* alpha_ptr = f64 ? static_cast<const void*>(&alpha) : &alpha_f;

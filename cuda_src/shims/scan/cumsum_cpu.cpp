@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "aotirt/shim.h"
+#include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/host_elements.h"
@@ -61,8 +62,8 @@ aotirt_status run(const Tensor* self, int64_t dim, const int32_t* dtype, Tensor*
     return fail(AOTIRT_ERROR_VALUE, std::string(kName) + ": dim " + std::to_string(dim) + " is out of range for " +
                                         std::to_string(self->ndim) + " dimensions");
   if (dim < 0) dim += rank;
-  int32_t out_dtype = dtype ? *dtype : (host::is_floating(self->dtype) ? self->dtype : 4);
-  if (out_dtype == 11)
+  int32_t out_dtype = dtype ? *dtype : (is_floating(self->dtype) ? self->dtype : AOTIRT_DTYPE_INT64);
+  if (out_dtype == AOTIRT_DTYPE_BOOL)
     return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": a bool result is not supported (torch has no bool "
                                                         "cumsum either)");
   if (dtype_itemsize(out_dtype) == 0 || dtype_itemsize(self->dtype) == 0)
