@@ -26,6 +26,18 @@ AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, cons
   return AOTIRT_OK;
 }
 
+AOTIRT_API size_t aotirt_shim_count(void) { return kNumShims; }
+
+AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char** family, const char** devices) {
+  if (i >= kNumShims)
+    return fail(AOTIRT_ERROR_VALUE, "shim " + std::to_string(i) + " is out of range: the table has " +
+                                        std::to_string(kNumShims));
+  if (name) *name = kShims[i].name;
+  if (family) *family = kShims[i].family;
+  if (devices) *devices = kShims[i].devices;
+  return AOTIRT_OK;
+}
+
 AOTIRT_API aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
                                             aotirt_stream* stream, aotirt_handle** out) {
   if (!path) return fail(AOTIRT_ERROR_VALUE, "model library path is NULL");

@@ -3,12 +3,24 @@
 #include <dlfcn.h>
 
 #include <new>
+#include <string_view>
+#include <unordered_set>
 #include <utility>
 
+#include "aotirt/shim.h"
 #include "runtime/elf_check.h"
 #include "runtime/errors.h"
 
 namespace aotirt {
+
+// The shim table (include/aotirt/shim_table.h). Each name is checked against
+// its declaration in aotirt/shim.h: a line without one does not compile.
+const ShimEntry kShims[] = {
+#define AOTIRT_SHIM(name, family, devices) {(static_cast<void>(sizeof(&::name)), #name), family, devices},
+#include "aotirt/shim_table.h"
+};
+const size_t kNumShims = sizeof(kShims) / sizeof(kShims[0]);
+
 namespace {
 
 // A model library built without libtorch leaves the aoti_torch_* shims and
@@ -37,22 +49,24 @@ aotirt_status make_runtime_global() {
 }
 
 // Names every aoti_torch_* function the library needs that libaotirt does not
-// define: better one clear error at open than a crash at the first call.
+// implement (is not in the shim table): better one clear error at open than a
+// crash at the first call.
 aotirt_status check_shims_available(const std::string& path) {
   std::vector<std::string> needed;
   AOTIRT_TRY(undefined_symbols(path, "aoti_torch_", &needed));
-  Dl_info self{};
-  if (!dladdr(reinterpret_cast<const void*>(&aotirt_handle_open), &self) || !self.dli_fname) return AOTIRT_OK;
-  void* core = dlopen(self.dli_fname, RTLD_NOW | RTLD_NOLOAD);
-  if (!core) return AOTIRT_OK;
+  // Never destroyed: a handle may be opened while the process exits.
+  static const auto* implemented = [] {
+    auto* names = new std::unordered_set<std::string_view>();
+    for (const ShimEntry& shim : kShims) names->insert(shim.name);
+    return names;
+  }();
   std::string missing;
   size_t count = 0;
   for (const std::string& name : needed) {
-    if (dlsym(core, name.c_str())) continue;
+    if (implemented->count(name)) continue;
     missing += (missing.empty() ? "" : ", ") + name;
     ++count;
   }
-  dlclose(core);  // drops only the reference RTLD_NOLOAD took
   if (count == 0) return AOTIRT_OK;
   return fail(AOTIRT_ERROR_AOTI, path + " needs " + std::to_string(count) +
                                      " aoti_torch_* function(s) that aotirt does not implement: " + missing);

@@ -18,6 +18,17 @@
 
 namespace aotirt {
 
+// One line of the shim table (include/aotirt/shim_table.h): an aoti_torch_*
+// function libaotirt implements, its family and its devices.
+struct ShimEntry {
+  const char* name;
+  const char* family;
+  const char* devices;
+};
+// The table, in its order; a model library's needs are checked against it.
+extern const ShimEntry kShims[];
+extern const size_t kNumShims;
+
 // The container entry points of one library. The first five are required.
 struct ContainerApi {
   AOTInductorModelContainerCreateWithDeviceFunc create = nullptr;

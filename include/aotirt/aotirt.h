@@ -229,6 +229,15 @@ AOTIRT_API aotirt_status aotirt_cublas_load(void);
 // thread-local string valid until the thread's next call.
 AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names);
 
+// The aoti_torch_* functions libaotirt implements (include/aotirt/shim_table.h,
+// the list the check before a library is opened reads): for i below
+// aotirt_shim_count(), entry i's name, family ("tensor", "memory", "stream",
+// "diagnostics", "matmul", "attention", "convolution", "scan") and devices
+// ("cpu", "cuda", "any"), as static strings (each out pointer may be NULL).
+// AOTIRT_ERROR_VALUE for an i past the end.
+AOTIRT_API size_t aotirt_shim_count(void);
+AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char** family, const char** devices);
+
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
 AOTIRT_API aotirt_status aotirt_handle_open(
