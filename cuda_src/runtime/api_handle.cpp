@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "runtime/elf_check.h"
+#include "runtime/entry.h"
 #include "runtime/errors.h"
 #include "runtime/handle.h"
 #include "runtime/tensor.h"
@@ -15,6 +16,7 @@ using namespace aotirt;
 extern "C" {
 
 AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names) {
+  AOTIRT_ENTRY();
   if (!path || !prefix) return fail(AOTIRT_ERROR_VALUE, "path and prefix must not be NULL");
   AOTIRT_TRY(check_shared_library(path));
   std::vector<std::string> found;
@@ -40,33 +42,41 @@ AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char*
 
 AOTIRT_API aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
                                             aotirt_stream* stream, aotirt_handle** out) {
+  AOTIRT_ENTRY();
   if (!path) return fail(AOTIRT_ERROR_VALUE, "model library path is NULL");
   if (device_type == AOTIRT_DEVICE_CPU) return aotirt_handle::open_cpu(path, out);
   if (device_type == AOTIRT_DEVICE_CUDA) return CudaHandle::open(path, device_index, stream, out);
   return fail(AOTIRT_ERROR_VALUE, "device type " + std::to_string(device_type) + " is not supported (cpu 0, cuda 1)");
 }
 
-AOTIRT_API size_t aotirt_handle_num_inputs(const aotirt_handle* h) { return h->num_inputs(); }
-AOTIRT_API size_t aotirt_handle_num_outputs(const aotirt_handle* h) { return h->num_outputs(); }
-AOTIRT_API const char* aotirt_handle_input_name(const aotirt_handle* h, size_t i) { return h->input_name(i); }
-AOTIRT_API const char* aotirt_handle_output_name(const aotirt_handle* h, size_t i) { return h->output_name(i); }
-AOTIRT_API bool aotirt_handle_is_closed(const aotirt_handle* h) { return h->closed(); }
-AOTIRT_API int32_t aotirt_handle_device_type(const aotirt_handle* h) { return h->device_type(); }
-AOTIRT_API int32_t aotirt_handle_device_index(const aotirt_handle* h) { return h->device_index(); }
-AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h) { return h->stream(); }
+AOTIRT_API size_t aotirt_handle_num_inputs(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->num_inputs(); }
+AOTIRT_API size_t aotirt_handle_num_outputs(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->num_outputs(); }
+AOTIRT_API const char* aotirt_handle_input_name(const aotirt_handle* h, size_t i) {
+  AOTIRT_ENTRY();
+  return h->input_name(i);
+}
+AOTIRT_API const char* aotirt_handle_output_name(const aotirt_handle* h, size_t i) {
+  AOTIRT_ENTRY();
+  return h->output_name(i);
+}
+AOTIRT_API bool aotirt_handle_is_closed(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->closed(); }
+AOTIRT_API int32_t aotirt_handle_device_type(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->device_type(); }
+AOTIRT_API int32_t aotirt_handle_device_index(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->device_index(); }
+AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h) { AOTIRT_ENTRY(); return h->stream(); }
 
 AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                            aotirt_tensor** outputs, size_t num_outputs) {
-  release_finished_borrowed();  // no core lock is held here
+  AOTIRT_ENTRY();
   return h->run(inputs, num_inputs, outputs, num_outputs);
 }
 
 AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob) {
+  AOTIRT_ENTRY();
   if (!blob) return fail(AOTIRT_ERROR_VALUE, "the weights blob is NULL");
   return h->update_constants_from_blob(blob);
 }
 
-AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { return h->close(); }
-AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { delete h; }
+AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { AOTIRT_ENTRY(); return h->close(); }
+AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { AOTIRT_ENTRY(); delete h; }
 
 }  // extern "C"

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <string>
 
+#include "runtime/entry.h"
 #include "runtime/errors.h"
 #include "runtime/interop.h"
 #include "runtime/stream.h"
@@ -26,6 +27,7 @@ void call_deleter(void* managed) {
 extern "C" {
 
 AOTIRT_API aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index) {
+  AOTIRT_ENTRY();
   cudaPointerAttributes attributes{};
   cudaError_t err = cudaPointerGetAttributes(&attributes, ptr);
   if (err != cudaSuccess) return fail_cuda(err, "cudaPointerGetAttributes, finding the device of a pointer");
@@ -49,7 +51,7 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, con
                                                    void* producer_stream, aotirt_stream* stream,
                                                    void (*release)(void*), void* release_ctx,
                                                    aotirt_tensor** out) {
-  release_finished_borrowed();
+  AOTIRT_ENTRY();
   AOTIRT_TRY(check_dtype(dtype));
   StreamRef owner;
   AOTIRT_TRY(stream_or_shared(stream, device_index, &owner));
@@ -61,14 +63,14 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, con
 
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
                                                    aotirt_tensor** out) {
-  release_finished_borrowed();
+  AOTIRT_ENTRY();
   if (!managed) return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor is NULL");
   return from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensor>, managed, out);
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
                                                              aotirt_stream* stream, aotirt_tensor** out) {
-  release_finished_borrowed();
+  AOTIRT_ENTRY();
   if (!managed) return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor is NULL");
   if (managed->version.major != DLPACK_MAJOR_VERSION)
     return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor has version " + std::to_string(managed->version.major) + "." +
@@ -78,15 +80,18 @@ AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVers
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out) {
+  AOTIRT_ENTRY();
   return to_dlpack(*t, out);
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t,
                                                            DLManagedTensorVersioned** out) {
+  AOTIRT_ENTRY();
   return to_dlpack(*t, out);
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_order_before(const aotirt_tensor* t, void* consumer_stream) {
+  AOTIRT_ENTRY();
   if (t->storage->device_type != AOTIRT_DEVICE_CUDA) return AOTIRT_OK;
   StreamRef producer = t->stream;
   if (!producer) AOTIRT_TRY(shared_stream(t->storage->device_index, &producer));
@@ -94,6 +99,7 @@ AOTIRT_API aotirt_status aotirt_tensor_order_before(const aotirt_tensor* t, void
 }
 
 AOTIRT_API aotirt_status aotirt_host_alloc_pinned(size_t nbytes, void** out) {
+  AOTIRT_ENTRY();
   *out = nullptr;
   // Portable: copies to and from any device run at full bandwidth. One byte
   // at least, so that an empty array still has an address of its own.
@@ -106,6 +112,7 @@ AOTIRT_API aotirt_status aotirt_host_alloc_pinned(size_t nbytes, void** out) {
 }
 
 AOTIRT_API void aotirt_host_free_pinned(void* ptr) {
+  AOTIRT_ENTRY();
   // Not on any run path: only when a pinned array is garbage collected.
   if (ptr) cudaFreeHost(ptr);
 }

@@ -7,6 +7,7 @@
 
 #include "runtime/copy.h"
 #include "runtime/dtypes.h"
+#include "runtime/entry.h"
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
@@ -38,6 +39,7 @@ AOTIRT_API const char* aotirt_dtype_name(int32_t dtype) {
 AOTIRT_API aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes, int32_t dtype,
                                              int32_t device_type, int32_t device_index, aotirt_stream* stream,
                                              aotirt_tensor** out) {
+  AOTIRT_ENTRY();
   AOTIRT_TRY(check_shape(ndim, sizes));
   AOTIRT_TRY(check_dtype(dtype));
   StreamRef owner;
@@ -50,6 +52,7 @@ AOTIRT_API aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes,
 AOTIRT_API aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const int64_t* sizes,
                                                  const int64_t* strides, int32_t dtype, void (*release)(void*),
                                                  void* release_ctx, aotirt_tensor** out) {
+  AOTIRT_ENTRY();
   AOTIRT_TRY(check_dtype(dtype));
   auto storage = StorageRef::adopt(new (std::nothrow) Storage());
   if (!storage) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
@@ -66,6 +69,7 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const
 AOTIRT_API aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndim, const int64_t* sizes,
                                               int32_t dtype, int32_t device_index, aotirt_stream* stream,
                                               aotirt_tensor** out) {
+  AOTIRT_ENTRY();
   aotirt_tensor* t = nullptr;
   AOTIRT_TRY(aotirt_tensor_empty(ndim, sizes, dtype, AOTIRT_DEVICE_CUDA, device_index, stream, &t));
   size_t nbytes = contiguous_nbytes(ndim, sizes, dtype);
@@ -80,24 +84,25 @@ AOTIRT_API aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndi
   return AOTIRT_OK;
 }
 
-AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t) {
-  delete t;
-  release_finished_borrowed();
-}
+AOTIRT_API void aotirt_tensor_free(aotirt_tensor* t) { AOTIRT_ENTRY_POLL_ON_EXIT(); delete t; }
 
-AOTIRT_API int64_t aotirt_tensor_ndim(const aotirt_tensor* t) { return t->ndim; }
-AOTIRT_API const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t) { return t->sizes; }
-AOTIRT_API const int64_t* aotirt_tensor_strides(const aotirt_tensor* t) { return t->strides; }
-AOTIRT_API int64_t aotirt_tensor_numel(const aotirt_tensor* t) { return t->numel(); }
-AOTIRT_API int32_t aotirt_tensor_dtype(const aotirt_tensor* t) { return t->dtype; }
-AOTIRT_API int32_t aotirt_tensor_device_type(const aotirt_tensor* t) { return t->storage->device_type; }
-AOTIRT_API int32_t aotirt_tensor_device_index(const aotirt_tensor* t) { return t->storage->device_index; }
-AOTIRT_API void* aotirt_tensor_data(const aotirt_tensor* t) { return t->data(); }
-AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t) { return t->is_contiguous(); }
-AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t) { return t->stream.get(); }
+AOTIRT_API int64_t aotirt_tensor_ndim(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->ndim; }
+AOTIRT_API const int64_t* aotirt_tensor_sizes(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->sizes; }
+AOTIRT_API const int64_t* aotirt_tensor_strides(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->strides; }
+AOTIRT_API int64_t aotirt_tensor_numel(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->numel(); }
+AOTIRT_API int32_t aotirt_tensor_dtype(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->dtype; }
+AOTIRT_API int32_t aotirt_tensor_device_type(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->storage->device_type; }
+AOTIRT_API int32_t aotirt_tensor_device_index(const aotirt_tensor* t) {
+  AOTIRT_ENTRY();
+  return t->storage->device_index;
+}
+AOTIRT_API void* aotirt_tensor_data(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->data(); }
+AOTIRT_API bool aotirt_tensor_is_contiguous(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->is_contiguous(); }
+AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->stream.get(); }
 
 AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
                                               aotirt_tensor** out) {
+  AOTIRT_ENTRY();
   if (dim < 0) dim += t->ndim;
   if (dim < 0 || dim >= t->ndim)
     return fail(AOTIRT_ERROR_VALUE, "narrow: dimension " + std::to_string(dim) + " is out of range for " +
@@ -115,6 +120,7 @@ AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t di
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out) {
+  AOTIRT_ENTRY();
   Tensor* copy = alias(*t);
   if (!copy) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   *out = copy;
@@ -122,17 +128,14 @@ AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tens
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src) {
-  // Queue on dst's own stream: that is where its readers look for it.
-  Stream* previous = current_stream();
-  if (dst->stream) set_current_stream(dst->stream.get());
-  aotirt_status status = copy_between(*dst, *src);
-  set_current_stream(previous);
-  return status;
+  AOTIRT_ENTRY();
+  // Queued on dst's own stream: that is where its readers look for it.
+  return copy_between(*dst, *src, dst->stream.get());
 }
 
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes) {
+  AOTIRT_ENTRY_POLL_ON_EXIT();
   aotirt_status status = copy_to_host(*t, dst, dst_nbytes);
-  release_finished_borrowed();  // after the wait: some may have finished
   return status;
 }
 

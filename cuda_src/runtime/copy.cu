@@ -159,7 +159,7 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
                        static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
 }
 
-aotirt_status copy_between(Tensor& dst, const Tensor& src) {
+aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {
   if (dst.dtype != src.dtype)
     return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
                                                dtype_name(src.dtype) + " to " +
@@ -178,7 +178,7 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   }
   if (dst_cuda && src_cuda) {
     StreamRef stream;
-    AOTIRT_TRY(stream_for_device(src.storage->device_index, &stream));
+    AOTIRT_TRY(stream_on_device(on, src.storage->device_index, &stream));
     // The copy reads src and writes dst: it waits for the work on both, and
     // neither memory may be handed out again before it is done.
     AOTIRT_TRY(use_on(src, stream.get()));
@@ -208,7 +208,7 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src) {
   if (!dst.is_contiguous() || !src.is_contiguous())
     return fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
   StreamRef stream;
-  AOTIRT_TRY(stream_for_device(dst.storage->device_index, &stream));
+  AOTIRT_TRY(stream_on_device(on, dst.storage->device_index, &stream));
   AOTIRT_TRY(use_on(dst, stream.get()));
   AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
                                   cudaMemcpyHostToDevice, stream->handle));

@@ -16,10 +16,12 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes);
 aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream* stream);
 
 // dst <- src for two tensors of one dtype and shape on any devices. Device
-// work goes to the thread's current stream of dst's device (else its shared
-// stream), ordered after src's producer; a CPU destination of a CUDA source
-// goes through copy_to_host and so waits.
-aotirt_status copy_between(Tensor& dst, const Tensor& src);
+// work is queued on `on` when it is a stream of the device the work runs on
+// (src's for a device-to-device copy, dst's for an upload), else on that
+// device's shared stream, ordered after src's producer; dst then belongs to
+// that stream. A CPU destination of a CUDA source goes through copy_to_host
+// (on src's stream) and so waits.
+aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on);
 
 // dst <- src for two CPU tensors of one dtype and shape, any strides.
 void copy_host_to_host(const Tensor& dst, const Tensor& src);

@@ -177,14 +177,15 @@ aotirt_status stream_or_shared(Stream* stream, int device, StreamRef* out) {
   return AOTIRT_OK;
 }
 
-aotirt_status stream_for_device(int device, StreamRef* out) {
-  Stream* current = tls_current_stream;
-  if (current && current->device == device) {
-    *out = StreamRef::share(current);
+aotirt_status stream_on_device(Stream* preferred, int device, StreamRef* out) {
+  if (preferred && preferred->device == device) {
+    *out = StreamRef::share(preferred);
     return AOTIRT_OK;
   }
   return shared_stream(device, out);
 }
+
+aotirt_status stream_for_device(int device, StreamRef* out) { return stream_on_device(tls_current_stream, device, out); }
 
 DeviceGuard::~DeviceGuard() {
   if (previous_ >= 0) cudaSetDevice(previous_);

@@ -82,8 +82,12 @@ void set_current_stream(Stream* stream);
 // be on that device, or the device's shared stream when `stream` is null.
 aotirt_status stream_or_shared(Stream* stream, int device, StreamRef* out);
 
+// `preferred` when it is a stream of `device`, else the device's shared stream.
+aotirt_status stream_on_device(Stream* preferred, int device, StreamRef* out);
+
 // The stream a CUDA allocation on `device` should be ordered on right now:
-// the current stream when it is on that device, else the shared stream.
+// the current stream when it is on that device, else the shared stream
+// (stream_on_device with the current stream).
 aotirt_status stream_for_device(int device, StreamRef* out);
 
 // Makes `device` current for a scope and restores the previous one.

@@ -58,7 +58,7 @@ aotirt_status clone(const Tensor& self, bool preserve_strides, Tensor** out) {
   Tensor* copy = nullptr;
   AOTIRT_TRY(new_tensor(self.ndim, self.sizes, strides, self.dtype, self.storage->device_type,
                         self.storage->device_index, &copy));
-  aotirt_status status = aotirt::copy_between(*copy, self);
+  aotirt_status status = aotirt::copy_between(*copy, self, aotirt::current_stream());
   if (status != AOTIRT_OK) {
     delete copy;
     return status;
@@ -168,7 +168,7 @@ AOTITorchError aoti_torch_clone_preserve_strides(AtenTensorHandle self, AtenTens
 
 AOTITorchError aoti_torch_copy_(AtenTensorHandle self, AtenTensorHandle src, int32_t non_blocking) {
   (void)non_blocking;  // every device-side copy is already non-blocking
-  return shim("aoti_torch_copy_", [&] { return aotirt::copy_between(*self, *src); });
+  return shim("aoti_torch_copy_", [&] { return aotirt::copy_between(*self, *src, aotirt::current_stream()); });
 }
 
 }  // extern "C"

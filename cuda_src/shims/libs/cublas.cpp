@@ -8,6 +8,7 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/entry.h"
 #include "runtime/errors.h"
 
 namespace aotirt {
@@ -204,6 +205,7 @@ aotirt_status check(const Api& cublas, const char* who, const char* call, Status
 }  // namespace aotirt
 
 extern "C" aotirt_status aotirt_cublas_load(void) {
+  AOTIRT_ENTRY();
   const aotirt::cublas::Api* api = nullptr;
   return aotirt::cublas::api("aotirt_cublas_load", &api);
 }
