@@ -217,8 +217,9 @@ AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, 
 
 // ---- cuBLAS ------------------------------------------------------------------
 // Opens cuBLAS now, as the CUDA matmul shims otherwise do on their first call
-// (AOTIRT_CUBLAS, a full path, is tried alone when set; else libcublas.so.13,
-// .12, libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
+// (AOTIRT_CUBLAS, a full path, is tried alone when set; else the pip wheels'
+// copies in the process's site-packages folders, then libcublas.so.13, .12,
+// libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
 // names every file tried and how to provide cuBLAS. A failure is final for
 // the process.
 AOTIRT_API aotirt_status aotirt_cublas_load(void);

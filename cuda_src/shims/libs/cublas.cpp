@@ -2,35 +2,21 @@
 
 #include <dlfcn.h>
 
-#include <atomic>
-#include <cstdlib>
 #include <mutex>
-#include <utility>
+#include <string>
 #include <vector>
 
 #include "runtime/entry.h"
 #include "runtime/errors.h"
+#include "shims/libs/dynamic_library.h"
 
 namespace aotirt {
 namespace cublas {
 namespace {
 
-struct Library {
-  std::mutex mutex;
-  bool tried = false;
-  Api api;
-  std::string error;  // why loading failed; empty once it succeeded
-  std::atomic<const Api*> ready{nullptr};  // &api once loaded
-};
-
-Library& library() {
-  static Library* lib = new Library();  // never destroyed: shims may run during exit
-  return *lib;
-}
-
-// Resolves every entry point from `handle`; false (and `missing` set) when
-// the file lacks a required one.
-bool resolve(void* handle, Api* api, std::string* missing) {
+// Resolves every entry point from `handle`; false (and `why` set) when the
+// file lacks a required one.
+bool resolve(void* handle, Api* api, std::string* why) {
   struct Entry {
     const char* name;
     void** slot;
@@ -43,7 +29,7 @@ bool resolve(void* handle, Api* api, std::string* missing) {
   for (const Entry& e : entries) {
     *e.slot = dlsym(handle, e.name);
     if (!*e.slot) {
-      *missing = e.name;
+      *why = std::string("has no ") + e.name + " (not a cuBLAS library, or one older than 11)";
       return false;
     }
   }
@@ -51,49 +37,20 @@ bool resolve(void* handle, Api* api, std::string* missing) {
   return true;
 }
 
-// Opens the first usable candidate into lib.api, or fills lib.error.
-void load(Library& lib) {
-  const char* configured = std::getenv("AOTIRT_CUBLAS");
-  const bool from_env = configured && *configured;
-  std::vector<std::string> candidates;
-  if (from_env)
-    candidates.push_back(configured);
-  else
-    candidates = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
-
-  std::string tried;
-  for (const std::string& candidate : candidates) {
-    dlerror();
-    // Local: cuBLAS's symbols must not take part in resolving the models'.
-    void* handle = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL);
-    std::string reason;
-    if (!handle) {
-      const char* message = dlerror();
-      reason = message ? message : candidate + ": could not be opened";
-    } else {
-      std::string missing;
-      Api api;
-      if (resolve(handle, &api, &missing)) {
-        api.path = candidate;
-        lib.api = api;  // `handle` stays open for the life of the process
-        lib.error.clear();
-        return;
-      }
-      reason = candidate + ": has no " + missing + " (not a cuBLAS library, or one older than 11)";
-      dlclose(handle);
-    }
-    tried += (tried.empty() ? "" : "; ") + reason;
-  }
-  if (from_env) {
-    lib.error = "cuBLAS could not be loaded from AOTIRT_CUBLAS=" + std::string(configured) + " (" + tried +
-                "). Set AOTIRT_CUBLAS to the full path of libcublas.so.13 or libcublas.so.12, or unset it to "
-                "search libcublas.so.13, libcublas.so.12 and libcublas.so";
-  } else {
-    lib.error = "cuBLAS could not be loaded; tried libcublas.so.13, libcublas.so.12 and libcublas.so (" + tried +
-                "). Install cuBLAS where the dynamic linker finds it (the CUDA toolkit's libcublas, or "
-                "`pip install nvidia-cublas` and its lib folder on LD_LIBRARY_PATH), or set AOTIRT_CUBLAS to "
-                "the full path of libcublas.so.13 or libcublas.so.12";
-  }
+libs::LazyLibrary<Api>& library() {
+  // Never destroyed: shims may run during exit.
+  static auto* lib = new libs::LazyLibrary<Api>(
+      libs::LibrarySpec{
+          "cuBLAS",
+          "AOTIRT_CUBLAS",
+          // nvidia-cublas (CUDA 13), nvidia-cublas-cu12.
+          {"nvidia/cu13/lib/libcublas.so.13", "nvidia/cublas/lib/libcublas.so.12"},
+          {"libcublas.so.13", "libcublas.so.12", "libcublas.so"},
+          "Install cuBLAS: `pip install nvidia-cublas` (CUDA 13) or `pip install nvidia-cublas-cu12` (CUDA 12) "
+          "in this Python environment, or the CUDA toolkit's libcublas where the dynamic linker finds it",
+      },
+      &resolve);
+  return *lib;
 }
 
 const char* status_name(Status status) {
@@ -144,23 +101,7 @@ thread_local ThreadHandles thread_handles;
 
 }  // namespace
 
-aotirt_status api(const char* who, const Api** out) {
-  Library& lib = library();
-  // Every CUDA matmul asks: once loaded, the answer is one atomic load.
-  if (const Api* ready = lib.ready.load(std::memory_order_acquire)) {
-    *out = ready;
-    return AOTIRT_OK;
-  }
-  std::lock_guard<std::mutex> lock(lib.mutex);
-  if (!lib.tried) {
-    lib.tried = true;
-    load(lib);
-    if (lib.error.empty()) lib.ready.store(&lib.api, std::memory_order_release);
-  }
-  if (!lib.error.empty()) return fail(AOTIRT_ERROR_AOTI, std::string(who) + ": " + lib.error);
-  *out = &lib.api;
-  return AOTIRT_OK;
-}
+aotirt_status api(const char* who, const Api** out) { return library().get(who, out); }
 
 aotirt_status thread_handle(const char* who, int device, Handle* out) {
   for (const Pooled& h : thread_handles.mine)

@@ -1,6 +1,6 @@
-// cuBLAS, opened with dlopen the first time a CUDA matmul shim runs: aotirt
-// never links it (most models never call these shims, and cuBLAS is large),
-// and builds without its headers, so the few declarations it needs are here.
+// cuBLAS, opened with dlopen the first time a CUDA matmul shim runs
+// (libs/dynamic_library.h): aotirt never links it, and builds without its
+// headers, so the few declarations it needs are here.
 #pragma once
 
 #include <cuda_runtime_api.h>
@@ -24,7 +24,6 @@ constexpr int kCompute64F = 70;     // CUBLAS_COMPUTE_64F
 constexpr int kGemmDefault = -1;    // CUBLAS_GEMM_DEFAULT
 
 struct Api {
-  std::string path;  // the file that was opened
   Status (*create)(Handle*);                         // cublasCreate_v2
   Status (*set_stream)(Handle, cudaStream_t);        // cublasSetStream_v2
   Status (*gemm)(Handle, int transa, int transb, int m, int n, int k, const void* alpha,  // cublasGemmEx
@@ -41,10 +40,12 @@ struct Api {
 // The loaded library, opening it on the first call. On failure the message
 // starts with `who` and names every file tried and how to provide one.
 //
-// Search: the file named by the AOTIRT_CUBLAS environment variable when it is
-// set (and nothing else: a wrong setting is reported, not silently replaced),
-// else libcublas.so.13, libcublas.so.12, libcublas.so through the dynamic
-// linker (libaotirt's RUNPATH holds the toolkit's lib directory).
+// Search (libs/dynamic_library.h): the file named by the AOTIRT_CUBLAS
+// environment variable when it is set (and nothing else), else the pip
+// wheels' copies (nvidia-cublas: nvidia/cu13/lib/libcublas.so.13;
+// nvidia-cublas-cu12: nvidia/cublas/lib/libcublas.so.12) under the process's
+// site-packages folders, then libcublas.so.13, libcublas.so.12, libcublas.so
+// through the dynamic linker.
 aotirt_status api(const char* who, const Api** out);
 
 // The calling thread's handle for `device`, which must be the current device.
