@@ -26,7 +26,9 @@ ROW = re.compile(r'^AOTIRT_SHIM\(\s*(\w+)\s*,\s*"(\w+)"\s*,\s*"(\w+)"\s*\)\s*$')
 def read_table(path=TABLE):
     """[(name, family, devices)] in the table's order."""
     rows = []
-    for line in open(path, encoding="utf-8"):
+    with open(path, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    for line in lines:
         match = ROW.match(line.strip())
         if match:
             rows.append(match.groups())
@@ -57,7 +59,8 @@ def shim_list(rows):
 
 def readme_list(path=README):
     """The list as README.md has it now, or None."""
-    text = open(path, encoding="utf-8").read()
+    with open(path, encoding="utf-8") as f:
+        text = f.read()
     if BEGIN not in text or END not in text:
         return None
     start = text.index(BEGIN)
@@ -67,7 +70,8 @@ def readme_list(path=README):
 def main(argv):
     listing = shim_list(read_table())
     if argv[1:] == ["--update"]:
-        text = open(README, encoding="utf-8").read()
+        with open(README, encoding="utf-8") as f:
+            text = f.read()
         current = readme_list()
         if current is None:
             sys.exit(f"{README} has no shim list (between {BEGIN!r} and {END!r})")

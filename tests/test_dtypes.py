@@ -6,9 +6,8 @@ import ctypes
 import os
 import re
 
-import numpy as np
-
 import aotirt
+import numpy as np
 from helpers import REPO
 
 LIB = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))

@@ -16,7 +16,7 @@ EXEMPT = re.compile(r"^aotirt_(last_error_\w+|dtype_\w+|shim_\w+)$")
 
 def declared():
     header = open(os.path.join(REPO, "include", "aotirt", "aotirt.h")).read()
-    return re.findall(r"^AOTIRT_API [^;]*?\b(aotirt_\w+)\(", header, re.M)
+    return re.findall(r"^AOTIRT_API [^;]*?\b(aotirt_\w+)\(", header, re.MULTILINE)
 
 
 def sources():
@@ -31,7 +31,7 @@ def sources():
 def bodies():
     """name -> (path, the first statement of its definition's body)."""
     found = {}
-    definition = re.compile(r'^(?:AOTIRT_API|extern "C") [^;{]*?\b(aotirt_\w+)\(([^;{]|\n)*?\)\s*\{\s*([^;]*;)', re.M)
+    definition = re.compile(r'^(?:AOTIRT_API|extern "C") [^;{]*?\b(aotirt_\w+)\(([^;{]|\n)*?\)\s*\{\s*([^;]*;)', re.MULTILINE)
     for path, text in sources():
         for m in definition.finditer(text):
             assert m.group(1) not in found, f"{m.group(1)} is defined twice"
