@@ -13,6 +13,22 @@
 
 using aotirt::shim;
 
+namespace {
+
+// values[d] (a size or a stride of `tensor`), `d` counted from the end when negative.
+AOTITorchError at_dimension(const char* name, const aotirt::Tensor& tensor, int64_t d, const int64_t* values,
+                            int64_t* out) {
+  return shim(name, [&] {
+    if (d < 0) d += tensor.ndim;
+    if (d < 0 || d >= tensor.ndim)
+      return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": dimension out of range");
+    *out = values[d];
+    return AOTIRT_OK;
+  });
+}
+
+}  // namespace
+
 extern "C" {
 
 int32_t aoti_torch_device_type_cpu(void) { return AOTIRT_DEVICE_CPU; }
@@ -59,13 +75,7 @@ AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes
 }
 
 AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size) {
-  return shim("aoti_torch_get_size", [&] {
-    if (d < 0) d += tensor->ndim;
-    if (d < 0 || d >= tensor->ndim)
-      return aotirt::fail(AOTIRT_ERROR_VALUE, "aoti_torch_get_size: dimension out of range");
-    *ret_size = tensor->sizes[d];
-    return AOTIRT_OK;
-  });
+  return at_dimension("aoti_torch_get_size", *tensor, d, tensor->sizes, ret_size);
 }
 
 AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides) {
@@ -74,13 +84,7 @@ AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_str
 }
 
 AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride) {
-  return shim("aoti_torch_get_stride", [&] {
-    if (d < 0) d += tensor->ndim;
-    if (d < 0 || d >= tensor->ndim)
-      return aotirt::fail(AOTIRT_ERROR_VALUE, "aoti_torch_get_stride: dimension out of range");
-    *ret_stride = tensor->strides[d];
-    return AOTIRT_OK;
-  });
+  return at_dimension("aoti_torch_get_stride", *tensor, d, tensor->strides, ret_stride);
 }
 
 AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype) {
