@@ -20,7 +20,6 @@ struct PendingRelease {
 };
 
 std::mutex pending_mutex;
-std::atomic<size_t> pending_count{0};
 
 // Never destroyed: releases left at exit must not run after the interpreter
 // (whose objects they would drop) is gone.
@@ -38,6 +37,11 @@ bool record_done(const Stream& stream, std::vector<cudaEvent_t>* events) {
 }
 
 }  // namespace
+
+namespace detail {
+std::atomic<size_t> pending_borrowed_releases{0};
+}  // namespace detail
+using detail::pending_borrowed_releases;
 
 void Storage::release_when_streams_pass() {
   if (data == nullptr || nbytes == 0) {
@@ -60,11 +64,10 @@ void Storage::release_when_streams_pass() {
   }
   std::lock_guard<std::mutex> lock(pending_mutex);
   pending_releases().push_back({release, release_ctx, std::move(done)});
-  pending_count.store(pending_releases().size(), std::memory_order_release);
+  pending_borrowed_releases.store(pending_releases().size(), std::memory_order_release);
 }
 
-void release_finished_borrowed() {
-  if (pending_count.load(std::memory_order_acquire) == 0) return;
+void detail::release_finished_borrowed_slow() {
   std::vector<PendingRelease> finished;
   {
     std::lock_guard<std::mutex> lock(pending_mutex);
@@ -88,7 +91,7 @@ void release_finished_borrowed() {
         pending[kept++] = std::move(pending[i]);
     }
     pending.resize(kept);
-    pending_count.store(kept, std::memory_order_release);
+    pending_borrowed_releases.store(kept, std::memory_order_release);
   }
   // Outside the lock: a release may take the GIL, and another thread holding
   // the GIL may be waiting for this lock.

@@ -2,6 +2,7 @@
 #pragma once
 
 #include <cstddef>
+#include <atomic>
 #include <cstdint>
 #include <mutex>
 #include <vector>
@@ -55,14 +56,21 @@ struct Storage : RefCounted {
 
 using StorageRef = Ref<Storage>;
 
+namespace detail {
+extern std::atomic<size_t> pending_borrowed_releases;
+void release_finished_borrowed_slow();
+}  // namespace detail
+
 // Borrowed CUDA memory goes back to its owner (torch's or CuPy's caching
 // allocator, which may hand it out again at once to work on a stream aotirt
 // knows nothing of) only once the GPU has finished the work queued, by the
 // time the last alias went, on every stream that used it. This runs the
-// releases whose work has finished; it never waits. The C API calls it at the
-// start or end of its entry points (runs, wraps, copies, frees), never while a
-// core lock is held: a release may take the GIL.
-void release_finished_borrowed();
+// releases whose work has finished; it never waits. The C API's entry guard
+// (entry.h) calls it, never while a core lock is held: a release may take the
+// GIL. With none pending (the usual case) it is one atomic load.
+inline void release_finished_borrowed() {
+  if (detail::pending_borrowed_releases.load(std::memory_order_acquire) != 0) detail::release_finished_borrowed_slow();
+}
 
 aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
                                const StreamRef& stream, StorageRef* out);
