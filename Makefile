@@ -21,14 +21,29 @@ $(DEPS):
 	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings
 	touch $@
 
-build: $(DEPS)
+# `pip install -e .` registers the package in the venv, once; after that a
+# build is setup.py's, which rebuilds only what changed, and it runs only
+# when a source is newer than the last build (nothing to do: no build at all).
+INSTALLED := $(VENV)/.aotirt-installed
+BUILT := $(VENV)/.aotirt-built
+SOURCES := setup.py pyproject.toml $(shell find cuda_src include -type f) \
+	$(shell find pyx -type f \( -name '*.pyx' -o -name '*.pxd' -o -name '*.py' -o -name '*.pyi' \))
+
+$(INSTALLED): $(DEPS)
 	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e .
+	touch $@
+
+$(BUILT): $(INSTALLED) $(SOURCES)
+	$(PY) setup.py -q build_ext --inplace
+	touch $@
+
+build: $(BUILT)
 
 demo: build
 	$(PY) -m aotirt demo --compare-sync
 
 test: build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -rs tests
 
 NVCC ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 PKG := $(CURDIR)/pyx/aotirt

@@ -59,8 +59,43 @@ AOTIRT_API const char* aotirt_last_error_cuda_name(void);
 AOTIRT_API int aotirt_device_count(void);
 
 // ---- dtypes ----------------------------------------------------------------
-// Bytes per element of a c10 dtype code, or 0 if aotirt does not support it.
+// c10's ScalarType codes, torch's numbering: the int32_t dtype of every
+// function here and of the aoti_torch_* shims. aotirt has tensors of every
+// dtype below but the float8 ones, whose codes aoti_torch_dtype_float8_*
+// return (aotirt_dtype_itemsize is 0 for them).
+typedef enum aotirt_dtype {
+  AOTIRT_DTYPE_UINT8 = 0,
+  AOTIRT_DTYPE_INT8 = 1,
+  AOTIRT_DTYPE_INT16 = 2,
+  AOTIRT_DTYPE_INT32 = 3,
+  AOTIRT_DTYPE_INT64 = 4,
+  AOTIRT_DTYPE_FLOAT16 = 5,
+  AOTIRT_DTYPE_FLOAT32 = 6,
+  AOTIRT_DTYPE_FLOAT64 = 7,
+  AOTIRT_DTYPE_BOOL = 11,
+  AOTIRT_DTYPE_BFLOAT16 = 15,
+  AOTIRT_DTYPE_FLOAT8_E5M2 = 23,
+  AOTIRT_DTYPE_FLOAT8_E4M3FN = 24,
+} aotirt_dtype;
+
+// What the elements of a dtype are (aotirt_dtype_kind).
+enum {
+  AOTIRT_DTYPE_KIND_NONE = 0,      // not a dtype aotirt has tensors of
+  AOTIRT_DTYPE_KIND_BOOL = 1,
+  AOTIRT_DTYPE_KIND_INTEGER = 2,   // signed or unsigned (uint8)
+  AOTIRT_DTYPE_KIND_FLOATING = 3,  // float16, bfloat16, float32, float64
+};
+
+// The dtypes aotirt has tensors of, from one table: aotirt_dtype_code(i) for
+// i < aotirt_dtype_count() lists their codes in increasing order (-1 past the
+// end); for any code, its bytes per element (0 when aotirt has no such
+// tensors), its name as numpy spells it ("float32", "bool"; "bfloat16") or
+// NULL, and its kind (AOTIRT_DTYPE_KIND_NONE when aotirt has no such tensors).
+AOTIRT_API size_t aotirt_dtype_count(void);
+AOTIRT_API int32_t aotirt_dtype_code(size_t i);
 AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype);
+AOTIRT_API const char* aotirt_dtype_name(int32_t dtype);
+AOTIRT_API int aotirt_dtype_kind(int32_t dtype);
 
 // ---- streams ---------------------------------------------------------------
 // Each returns a new reference, released with aotirt_stream_release.
@@ -182,8 +217,9 @@ AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, 
 
 // ---- cuBLAS ------------------------------------------------------------------
 // Opens cuBLAS now, as the CUDA matmul shims otherwise do on their first call
-// (AOTIRT_CUBLAS, a full path, is tried alone when set; else libcublas.so.13,
-// .12, libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
+// (AOTIRT_CUBLAS, a full path, is tried alone when set; else the pip wheels'
+// copies in the process's site-packages folders, then libcublas.so.13, .12,
+// libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
 // names every file tried and how to provide cuBLAS. A failure is final for
 // the process.
 AOTIRT_API aotirt_status aotirt_cublas_load(void);
@@ -193,6 +229,15 @@ AOTIRT_API aotirt_status aotirt_cublas_load(void);
 // (read from its ELF symbol table, without loading it), one per line, in a
 // thread-local string valid until the thread's next call.
 AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names);
+
+// The aoti_torch_* functions libaotirt implements (include/aotirt/shim_table.h,
+// the list the check before a library is opened reads): for i below
+// aotirt_shim_count(), entry i's name, family ("tensor", "memory", "stream",
+// "diagnostics", "matmul", "attention", "convolution", "scan") and devices
+// ("cpu", "cuda", "any"), as static strings (each out pointer may be NULL).
+// AOTIRT_ERROR_VALUE for an i past the end.
+AOTIRT_API size_t aotirt_shim_count(void);
+AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char** family, const char** devices);
 
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.

@@ -3,9 +3,11 @@
 // torch/csrc/inductor/aoti_torch/c/shim.h). A model library built without
 // libtorch leaves these undefined and resolves them from the process, which
 // is why libaotirt.so is made globally visible before a model is opened.
+// Every function declared here has its line in aotirt/shim_table.h.
 //
-// Codes are c10's: dtype u8 0, i8 1, i16 2, i32 3, i64 4, f16 5, f32 6,
-// f64 7, bool 11, bf16 15; device type cpu 0, cuda 1.
+// Codes are c10's: dtypes as the aotirt_dtype enum of aotirt/aotirt.h (u8 0,
+// i8 1, i16 2, i32 3, i64 4, f16 5, f32 6, f64 7, bool 11, bf16 15); device
+// type cpu 0, cuda 1.
 #pragma once
 
 #include <stdbool.h>

@@ -1,0 +1,351 @@
+#include "runtime/handle.h"
+
+#include <dlfcn.h>
+
+#include <new>
+#include <string_view>
+#include <unordered_set>
+#include <utility>
+
+#include "aotirt/shim.h"
+#include "runtime/elf_check.h"
+#include "runtime/errors.h"
+
+namespace aotirt {
+
+// The shim table (include/aotirt/shim_table.h). Each name is checked against
+// its declaration in aotirt/shim.h: a line without one does not compile.
+const ShimEntry kShims[] = {
+#define AOTIRT_SHIM(name, family, devices) {(static_cast<void>(sizeof(&::name)), #name), family, devices},
+#include "aotirt/shim_table.h"
+};
+const size_t kNumShims = sizeof(kShims) / sizeof(kShims[0]);
+
+namespace {
+
+// A model library built without libtorch leaves the aoti_torch_* shims and
+// its cudart calls undefined and resolves them from the process. Our own
+// library and cudart were loaded RTLD_LOCAL (as every Python extension's
+// dependencies are), so promote both to global before the first model opens.
+aotirt_status make_runtime_global() {
+  static std::once_flag once;
+  static aotirt_status status = AOTIRT_OK;
+  static std::string message;
+  std::call_once(once, [] {
+    const void* anchors[] = {reinterpret_cast<const void*>(&aotirt_handle_open),
+                             reinterpret_cast<const void*>(&cudaGetDevice)};
+    for (const void* anchor : anchors) {
+      Dl_info info{};
+      if (!dladdr(anchor, &info) || !info.dli_fname) continue;  // statically linked: already visible
+      if (!dlopen(info.dli_fname, RTLD_NOW | RTLD_GLOBAL | RTLD_NOLOAD)) {
+        status = AOTIRT_ERROR_AOTI;
+        message = std::string("could not make ") + info.dli_fname + " globally visible: " + dlerror();
+        return;
+      }
+    }
+  });
+  if (status != AOTIRT_OK) return fail(status, message);
+  return AOTIRT_OK;
+}
+
+// Names every aoti_torch_* function the library needs that libaotirt does not
+// implement (is not in the shim table): better one clear error at open than a
+// crash at the first call.
+aotirt_status check_shims_available(const std::string& path) {
+  std::vector<std::string> needed;
+  AOTIRT_TRY(undefined_symbols(path, "aoti_torch_", &needed));
+  // Never destroyed: a handle may be opened while the process exits.
+  static const auto* implemented = [] {
+    auto* names = new std::unordered_set<std::string_view>();
+    for (const ShimEntry& shim : kShims) names->insert(shim.name);
+    return names;
+  }();
+  std::string missing;
+  size_t count = 0;
+  for (const std::string& name : needed) {
+    if (implemented->count(name)) continue;
+    missing += (missing.empty() ? "" : ", ") + name;
+    ++count;
+  }
+  if (count == 0) return AOTIRT_OK;
+  return fail(AOTIRT_ERROR_AOTI, path + " needs " + std::to_string(count) +
+                                     " aoti_torch_* function(s) that aotirt does not implement: " + missing);
+}
+
+std::string directory_of(const std::string& path) {
+  size_t slash = path.find_last_of('/');
+  return slash == std::string::npos ? "." : path.substr(0, slash);
+}
+
+}  // namespace
+}  // namespace aotirt
+
+using namespace aotirt;
+
+aotirt_handle::aotirt_handle(std::string path, int32_t device_type, int32_t device_index)
+    : path_(std::move(path)), device_type_(device_type), device_index_(device_index) {}
+
+aotirt_handle::~aotirt_handle() { close(); }
+
+aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** out) {
+  auto* handle = new (std::nothrow) aotirt_handle(path, AOTIRT_DEVICE_CPU, 0);
+  if (!handle) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+  aotirt_status status = handle->load("cpu");
+  if (status != AOTIRT_OK) {
+    delete handle;
+    return status;
+  }
+  *out = handle;
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::load(const std::string& device_str) {
+  AOTIRT_TRY(check_shared_library(path_));
+  AOTIRT_TRY(check_shims_available(path_));
+  AOTIRT_TRY(make_runtime_global());
+
+  // RTLD_LOCAL: two models may define the same internal symbols.
+  // RTLD_NODELETE: a model library is never unmapped, even after its handle
+  // closes. Unloading one is unsafe: its OpenMP worker threads (libgomp, a
+  // dependency that would go with it) may still be spinning, its kernels may
+  // still be queued on a stream, and thread-local destructors may still point
+  // into it. Reopening the same file maps nothing new.
+  library_ = dlopen(path_.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+  if (!library_) return fail(AOTIRT_ERROR_AOTI, "cannot load model library " + path_ + ": " + dlerror());
+  AOTIRT_TRY(resolve_symbols());
+
+  AOTIRT_TRY(before_run(stream()));
+  clear_error();
+  std::string cubin_dir = directory_of(path_);
+  AOTIRuntimeError created = api_.create(&container_, 1, device_str.c_str(), cubin_dir.c_str());
+  after_run();
+  if (created != 0 || !container_) {
+    container_ = nullptr;
+    return model_failure("AOTInductorModelContainerCreateWithDevice", "for device \"" + device_str + "\"");
+  }
+  if (api_.num_inputs(container_, &num_inputs_) != 0) return model_failure("AOTInductorModelContainerGetNumInputs");
+  if (api_.num_outputs(container_, &num_outputs_) != 0) return model_failure("AOTInductorModelContainerGetNumOutputs");
+  const char* name = nullptr;
+  if (api_.input_name)
+    for (size_t i = 0; i < num_inputs_; ++i)
+      input_names_.push_back(api_.input_name(container_, i, &name) == 0 && name ? name : "");
+  if (api_.output_name)
+    for (size_t i = 0; i < num_outputs_; ++i)
+      output_names_.push_back(api_.output_name(container_, i, &name) == 0 && name ? name : "");
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::resolve_symbols() {
+  struct Required {
+    const char* name;
+    void** slot;
+  };
+  Required required[] = {
+      {"AOTInductorModelContainerCreateWithDevice", reinterpret_cast<void**>(&api_.create)},
+      {"AOTInductorModelContainerDelete", reinterpret_cast<void**>(&api_.destroy)},
+      {"AOTInductorModelContainerGetNumInputs", reinterpret_cast<void**>(&api_.num_inputs)},
+      {"AOTInductorModelContainerGetNumOutputs", reinterpret_cast<void**>(&api_.num_outputs)},
+      {"AOTInductorModelContainerRun", reinterpret_cast<void**>(&api_.run)},
+  };
+  std::string missing;
+  for (const Required& symbol : required) {
+    *symbol.slot = dlsym(library_, symbol.name);
+    if (!*symbol.slot) missing += (missing.empty() ? "" : ", ") + std::string(symbol.name);
+  }
+  if (!missing.empty())
+    return fail(AOTIRT_ERROR_AOTI, path_ + " is not an AOTInductor model library: it does not export " + missing);
+
+  api_.run_single_threaded = reinterpret_cast<AOTInductorModelContainerRunFunc>(
+      dlsym(library_, "AOTInductorModelContainerRunSingleThreaded"));
+  api_.input_name = reinterpret_cast<AOTInductorModelContainerGetInputNameFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetInputName"));
+  api_.output_name = reinterpret_cast<AOTInductorModelContainerGetOutputNameFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetOutputName"));
+  api_.call_spec = reinterpret_cast<AOTInductorModelContainerGetCallSpecFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetCallSpec"));
+  api_.update_constants_from_blob = reinterpret_cast<AOTInductorModelUpdateConstantsFromBlobFunc>(
+      dlsym(library_, "AOTInductorModelUpdateConstantsFromBlob"));
+  api_.last_error = reinterpret_cast<AOTInductorGetLastErrorFunc>(dlsym(library_, "AOTInductorGetLastError"));
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::model_failure(const char* call, const std::string& detail) {
+  // The most specific reason first: the model's own, then a shim's.
+  std::string reason;
+  const char* model_message = nullptr;
+  if (api_.last_error && api_.last_error(&model_message) == 0 && model_message && *model_message)
+    reason = model_message;
+  else if (*aotirt_last_error_message())
+    reason = aotirt_last_error_message();
+  else
+    reason = "the model gave no reason (it may have printed one to stderr)";
+  std::string message = path_ + ": " + call + (detail.empty() ? "" : " " + detail) + " failed: " + reason;
+  return fail(AOTIRT_ERROR_AOTI, message);
+}
+
+aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tensor** outputs, size_t num_outputs,
+                                 Stream* on) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  if (!on) on = stream();
+  if (on && (device_type_ != AOTIRT_DEVICE_CUDA || on->device != device_index_))
+    return fail(AOTIRT_ERROR_VALUE, "a run of " + path_ + " was queued on a stream of cuda:" +
+                                        std::to_string(on->device) + ", which is not the model's device");
+  if (num_inputs != num_inputs_)
+    return fail(AOTIRT_ERROR_VALUE, "the model takes " + std::to_string(num_inputs_) + " inputs, got " +
+                                        std::to_string(num_inputs));
+  if (num_outputs != num_outputs_)
+    return fail(AOTIRT_ERROR_VALUE, "the model returns " + std::to_string(num_outputs_) +
+                                        " outputs, room was given for " + std::to_string(num_outputs));
+
+  // The model steals (deletes) its input handles, so it gets fresh aliases
+  // and the caller's tensors stay valid.
+  constexpr size_t kInline = 16;
+  AtenTensorHandle inline_aliases[kInline];
+  std::vector<AtenTensorHandle> heap_aliases;
+  AtenTensorHandle* aliases = inline_aliases;
+  if (num_inputs > kInline) {
+    heap_aliases.resize(num_inputs);
+    aliases = heap_aliases.data();
+  }
+  for (size_t i = 0; i < num_inputs; ++i) {
+    Tensor& input = *inputs[i];
+    aotirt_status status = AOTIRT_OK;
+    const Storage& storage = *input.storage;
+    if (storage.device_type != device_type_ ||
+        (device_type_ == AOTIRT_DEVICE_CUDA && storage.device_index != device_index_)) {
+      auto where = [](int32_t type, int32_t index) {
+        return type == AOTIRT_DEVICE_CPU ? std::string("cpu") : "cuda:" + std::to_string(index);
+      };
+      status = fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on " +
+                                            where(storage.device_type, storage.device_index) +
+                                            ", the model runs on " + where(device_type_, device_index_));
+    } else {
+      status = order_input(input, on);
+    }
+    if (status == AOTIRT_OK) {
+      aliases[i] = alias(input);
+      if (!aliases[i]) status = fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+    }
+    if (status != AOTIRT_OK) {
+      for (size_t j = 0; j < i; ++j) delete aliases[j];
+      return status;
+    }
+  }
+
+  for (size_t i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
+  aotirt_status entered = before_run(on);
+  if (entered != AOTIRT_OK) {
+    for (size_t j = 0; j < num_inputs; ++j) delete aliases[j];
+    return entered;
+  }
+  clear_error();
+  auto run_fn = api_.run_single_threaded ? api_.run_single_threaded : api_.run;
+  AOTIRuntimeError ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
+                                reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
+  after_run();
+  if (ran != 0) {
+    for (size_t i = 0; i < num_outputs; ++i) {
+      delete outputs[i];
+      outputs[i] = nullptr;
+    }
+    return model_failure(api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
+                                                  : "AOTInductorModelContainerRun");
+  }
+  for (size_t i = 0; i < num_outputs; ++i) adopt_output(*outputs[i]);
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  if (!api_.update_constants_from_blob)
+    return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
+  AOTIRT_TRY(before_run(stream()));
+  clear_error();
+  AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
+  after_run();
+  // Even a failed update may have replaced some weights.
+  constants_version_.fetch_add(1, std::memory_order_acq_rel);
+  if (updated != 0) return model_failure("AOTInductorModelUpdateConstantsFromBlob");
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::close() {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  aotirt_status status = AOTIRT_OK;
+  if (container_) {
+    before_run(stream());
+    if (api_.destroy(container_) != 0) status = model_failure("AOTInductorModelContainerDelete");
+    after_run();
+    container_ = nullptr;
+  }
+  if (library_) {
+    unload_library();
+    library_ = nullptr;
+  }
+  return status;
+}
+
+void aotirt_handle::unload_library() {
+  // Drops our reference; RTLD_NODELETE keeps the code mapped (see load()).
+  dlclose(library_);
+}
+
+namespace aotirt {
+
+aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stream, AotiHandle** out) {
+  int count = 0;
+  cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return fail_cuda(err, "cudaGetDeviceCount, opening a CUDA handle for " + path);
+  if (device < 0 || device >= count)
+    return fail(AOTIRT_ERROR_VALUE, "CUDA device " + std::to_string(device) + " does not exist (this machine has " +
+                                        std::to_string(count) + ")");
+  StreamRef chosen;
+  if (stream) {
+    if (stream->device != device)
+      return fail(AOTIRT_ERROR_VALUE, "the stream is on cuda:" + std::to_string(stream->device) +
+                                          ", the handle on cuda:" + std::to_string(device));
+    chosen = StreamRef::share(stream);
+  } else {
+    AOTIRT_TRY(shared_stream(device, &chosen));
+  }
+  auto* handle = new (std::nothrow) CudaHandle(path, device, std::move(chosen));
+  if (!handle) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
+  aotirt_status status = handle->load("cuda:" + std::to_string(device));
+  if (status != AOTIRT_OK) {
+    delete handle;
+    return status;
+  }
+  *out = handle;
+  return AOTIRT_OK;
+}
+
+aotirt_status CudaHandle::before_run(Stream* on) {
+  AOTIRT_TRY(check_device_usable(device_index()));
+  int current = 0;
+  AOTIRT_CUDA_TRY(cudaGetDevice(&current));
+  if (current != device_index()) {
+    AOTIRT_CUDA_TRY(cudaSetDevice(device_index()));
+    previous_device_ = current;
+  }
+  previous_stream_ = current_stream();
+  set_current_stream(on);
+  return AOTIRT_OK;
+}
+
+void CudaHandle::after_run() {
+  set_current_stream(previous_stream_);
+  previous_stream_ = nullptr;
+  if (previous_device_ >= 0) cudaSetDevice(previous_device_);
+  previous_device_ = -1;
+}
+
+aotirt_status CudaHandle::order_input(Tensor& input, Stream* on) { return use_on(input, on); }
+
+void CudaHandle::adopt_output(Tensor& output) {
+  if (output.stream.get() != stream_.get()) output.stream = stream_;
+}
+
+
+}  // namespace aotirt
