@@ -4,6 +4,8 @@ A decoder step is many small kernels, and each launch costs the host a few
 microseconds; a graph replays all of them for about the cost of one. The
 capture and the replays are the core's (aotirt_graph_*): this module only
 converts arguments and owns the object.
+
+Module order: cimports _errors, _tensor and _convert; _handle cimports it.
 """
 
 from libc.stdlib cimport free, malloc
@@ -15,8 +17,9 @@ from aotirt._capi cimport (
     aotirt_handle_device_type, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_release,
     aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
+from aotirt._convert cimport INLINE_ARGS, as_input, gather_inputs
 from aotirt._errors cimport check
-from aotirt._tensor cimport INLINE_ARGS, Tensor, as_input, gather_inputs, wrap_tensor
+from aotirt._tensor cimport Tensor, wrap_tensor
 
 
 cdef Tensor _alias(aotirt_tensor* t):

@@ -1,4 +1,8 @@
-"""Handles: a loaded model library, run from Python at C speed."""
+"""Handles: a loaded model library, run from Python at C speed.
+
+Module order: cimports _errors, _device, _stream, _tensor, _convert and
+_graph; nothing of aotirt cimports it.
+"""
 
 import os
 
@@ -7,17 +11,18 @@ from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
-    aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
-    aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
-    aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
-    aotirt_tensor, aotirt_tensor_free,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close, aotirt_handle_free,
+    aotirt_handle_input_name, aotirt_handle_is_closed, aotirt_handle_num_inputs, aotirt_handle_num_outputs,
+    aotirt_handle_open, aotirt_handle_output_name, aotirt_handle_run, aotirt_handle_stream,
+    aotirt_handle_update_constants_from_blob, aotirt_library_undefined_symbols, aotirt_status, aotirt_stream,
+    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_free,
 )
+from aotirt._convert cimport INLINE_ARGS, gather_inputs
+from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport INLINE_ARGS, Tensor, gather_inputs, parse_device, wrap_tensor
+from aotirt._tensor cimport Tensor, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -263,9 +268,7 @@ cdef class AotiHandle:
 
     @property
     def device(self):
-        if self._device_type == AOTIRT_DEVICE_CPU:
-            return "cpu"
-        return f"cuda:{self._device_index}"
+        return device_name(self._device_type, self._device_index)
 
     def __repr__(self):
         state = "closed" if self.closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
@@ -313,3 +316,4 @@ cdef class CudaHandle(AotiHandle):
     def stream(self):
         """The :class:`Stream` this handle runs on."""
         return self._stream
+
