@@ -51,7 +51,7 @@ TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
 }
-CYTHON_MODULES = ["_errors", "_dtypes", "_device", "_stream", "_host", "_interop", "_tensor", "_convert", "_graph", "_handle"]
+CYTHON_MODULES = ["_errors", "_dtypes", "_device", "_stream", "_host", "_interop", "_tensor", "_convert", "_graph", "_handle", "_testing"]
 
 
 def find_cuda_home():

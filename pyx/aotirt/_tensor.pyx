@@ -100,15 +100,6 @@ cdef class Tensor:
         return <uintptr_t>aotirt_tensor_data(self._t)
 
     @property
-    def _handle(self):
-        """The AtenTensorHandle (``aotirt_tensor*``) behind this Tensor, as an int.
-
-        For tests only: they call the ``aoti_torch_*`` shims through ctypes
-        with it. The handle stays owned by this Tensor; never delete it.
-        """
-        return <uintptr_t>self._t
-
-    @property
     def stream(self):
         """The :class:`Stream` that produces this tensor, or None on the CPU."""
         cdef aotirt_stream* s = aotirt_tensor_stream(self._t)
