@@ -13,9 +13,8 @@ from libc.stdlib cimport free, malloc
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CUDA, aotirt_graph, aotirt_graph_capture_feedback, aotirt_graph_close, aotirt_graph_free,
     aotirt_graph_input, aotirt_graph_is_closed, aotirt_graph_num_inputs, aotirt_graph_num_outputs,
-    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index,
-    aotirt_handle_device_type, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_release,
-    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
+    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index, aotirt_handle_stream,
+    aotirt_status, aotirt_stream, aotirt_stream_release, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
 from aotirt._convert cimport INLINE_ARGS, as_input, gather_inputs
 from aotirt._errors cimport check
@@ -161,8 +160,6 @@ cdef class Graph:
 
 
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback):
-    if aotirt_handle_device_type(h) != AOTIRT_DEVICE_CUDA:
-        raise TypeError(f"CUDA graphs capture runs of CUDA handles (CudaHandle); {handle!r} runs on the CPU")
     if isinstance(warmup, bool) or not isinstance(warmup, int):
         raise TypeError(f"warmup is a number of eager runs (an int), got {type(warmup).__name__}")
     if warmup < 0 or warmup > 1_000_000:

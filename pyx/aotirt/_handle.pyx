@@ -64,8 +64,8 @@ cdef class AotiHandle:
     """A model library that exports the AOTInductor container C ABI.
 
     ``AotiHandle`` runs libraries built for the CPU; :class:`CudaHandle`
-    (a subclass) adds the CUDA stream. Loading a library runs its code:
-    load only libraries you trust.
+    (a subclass) adds the CUDA stream and graph capture. Loading a library
+    runs its code: load only libraries you trust.
 
     Parameters
     ----------
@@ -167,47 +167,6 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
-
-    def capture(self, example_inputs, *, warmup=2, feedback=None):
-        """Capture one run as a CUDA graph, to replay it with one launch.
-
-        CUDA handles only (a CPU handle raises TypeError). Static inputs are
-        made on the device and `example_inputs` copied into them; `warmup`
-        eager runs on them follow (so that lazy loading and first
-        allocations happen outside the capture); then one run is captured on
-        a private stream, and the graph is launched once on the handle's
-        stream: its outputs hold the results for `example_inputs` when this
-        returns, as ``run(example_inputs)`` would give. Nothing waits for the
-        GPU.
-
-        Parameters
-        ----------
-        example_inputs : sequence
-            One per model input, as for :meth:`run`: their dtypes and shapes
-            are the graph's for good.
-        warmup : int
-            Eager runs before the capture (default 2).
-        feedback : sequence of (int, int), optional
-            (output index, input index) pairs: the graph ends by copying that
-            output into that static input on the device, so that
-            ``replay()`` with no inputs runs the next step of a loop (a
-            greedy decoder feeds ``next_token`` back as ``token``:
-            ``feedback=[(1, 1)]``).
-
-        Returns
-        -------
-        Graph
-
-        Raises
-        ------
-        AotiError
-            When the run cannot be captured (it fails, waits for the host,
-            allocates with cudaMalloc, queries an event, ...); the message
-            says why, and the handle still runs eagerly.
-        """
-        if self._h is NULL:
-            raise ValueError("the handle failed to open")
-        return capture_graph(self, self._h, example_inputs, warmup, feedback)
 
     def update_constants_from_blob(self, blob):
         """Load the model's weights from one blob (bytes, numpy array, ...).
@@ -317,3 +276,42 @@ cdef class CudaHandle(AotiHandle):
         """The :class:`Stream` this handle runs on."""
         return self._stream
 
+    def capture(self, example_inputs, *, warmup=2, feedback=None):
+        """Capture one run as a CUDA graph, to replay it with one launch.
+
+        Static inputs are made on the device and `example_inputs` copied
+        into them; `warmup` eager runs on them follow (so that lazy loading
+        and first allocations happen outside the capture); then one run is
+        captured on a private stream, and the graph is launched once on the
+        handle's stream: its outputs hold the results for `example_inputs`
+        when this returns, as ``run(example_inputs)`` would give. Nothing
+        waits for the GPU.
+
+        Parameters
+        ----------
+        example_inputs : sequence
+            One per model input, as for :meth:`run`: their dtypes and shapes
+            are the graph's for good.
+        warmup : int
+            Eager runs before the capture (default 2).
+        feedback : sequence of (int, int), optional
+            (output index, input index) pairs: the graph ends by copying that
+            output into that static input on the device, so that
+            ``replay()`` with no inputs runs the next step of a loop (a
+            greedy decoder feeds ``next_token`` back as ``token``:
+            ``feedback=[(1, 1)]``).
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        AotiError
+            When the run cannot be captured (it fails, waits for the host,
+            allocates with cudaMalloc, queries an event, ...); the message
+            says why, and the handle still runs eagerly.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        return capture_graph(self, self._h, example_inputs, warmup, feedback)
