@@ -2,9 +2,7 @@
 # are what type checkers and editors see).
 import os
 from types import TracebackType
-from typing import (
-    Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union,
-)
+from typing import Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt

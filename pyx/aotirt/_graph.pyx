@@ -117,10 +117,10 @@ cdef class Graph:
         cdef aotirt_tensor** c_in = inline_in
         # Tensors made from other objects for this call: alive until the
         # copies into the static inputs are queued.
-        cdef list made
+        cdef list _made
         try:
-            made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
-                                 self._stream)
+            _made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
+                                  self._stream)
             with nogil:
                 status = aotirt_graph_replay(g, c_in, n, NULL)
             check(status)

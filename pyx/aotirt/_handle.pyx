@@ -90,8 +90,7 @@ cdef class AotiHandle:
     cdef int _device_index
 
     def __init__(self, path, device="cpu"):
-        device_type, device_index = parse_device(device)
-        if device_type != AOTIRT_DEVICE_CPU:
+        if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
 
@@ -151,13 +150,13 @@ cdef class AotiHandle:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
         # the run is queued (the model takes its own aliases).
-        cdef list made
+        cdef list _made
         cdef aotirt_status status
         try:
             if c_out is NULL:
                 raise MemoryError()
-            made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
-                                 aotirt_handle_stream(self._h))
+            _made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
+                                  aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)

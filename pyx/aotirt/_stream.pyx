@@ -3,7 +3,7 @@
 Module order: cimports _errors (and the C API).
 """
 
-from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport uintptr_t
 
 from aotirt._capi cimport (
@@ -181,7 +181,7 @@ cdef object _stream_address(object obj):
         # A method returning (version, address); early cuda.core made it a property.
         value = protocol() if callable(protocol) else protocol
         try:
-            version, address = value
+            _version, address = value
         except (TypeError, ValueError):
             raise TypeError(f"{type(obj).__name__}.__cuda_stream__ gave {value!r}, "
                             f"not (version, address)") from None
