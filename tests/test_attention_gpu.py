@@ -19,6 +19,7 @@ import pytest
 
 import aotirt
 import attention_ref as ref
+from aotirt._testing import tensor_handle
 from attention_shims import NEW_HANDLE, cudnn, efficient, flash, inputs
 from shims_ctypes import H, Handle, dense, last_error, layout, read, view
 from waits import count_waits, interposer_library
@@ -203,7 +204,7 @@ def test_inputs_from_another_stream_are_waited_for_on_the_device():
     for a in arrays:
         t = aotirt.asarray(a, device=0, stream=other)
         h = H()
-        assert NEW_HANDLE(t._handle, ctypes.byref(h)) == 0, last_error()
+        assert NEW_HANDLE(tensor_handle(t), ctypes.byref(h)) == 0, last_error()
         handles.append(Handle(h, keep=t))
     q, k, v = handles
     check(flash(q, k, v, causal=True).ok(), ref.sdpa(*arrays, causal="top_left"), "float32")

@@ -24,7 +24,7 @@ LIB.aotirt_dtype_kind.argtypes = [ctypes.c_int32]
 # torch's c10 ScalarType codes (torch/headeronly/core/ScalarType.h).
 TORCH_CODES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6,
                "float64": 7, "bool": 11, "bfloat16": 15, "float8_e5m2": 23, "float8_e4m3fn": 24}
-KIND_NONE, KIND_BOOL, KIND_INTEGER, KIND_FLOATING = 0, 1, 2, 3
+KIND_NONE, KIND_BOOL, KIND_SIGNED, KIND_UNSIGNED, KIND_FLOATING = 0, 1, 2, 3, 4
 
 
 def table():
@@ -45,7 +45,7 @@ def test_codes_are_torchs_and_sizes_and_kinds_are_numpys():
         assert code == TORCH_CODES[name], name
         like = np.dtype(np.uint16 if name == "bfloat16" else name)
         assert itemsize == like.itemsize, name
-        expected = {"b": KIND_BOOL, "i": KIND_INTEGER, "u": KIND_INTEGER, "f": KIND_FLOATING}[like.kind]
+        expected = {"b": KIND_BOOL, "i": KIND_SIGNED, "u": KIND_UNSIGNED, "f": KIND_FLOATING}[like.kind]
         assert kind == (KIND_FLOATING if name == "bfloat16" else expected), name
 
 

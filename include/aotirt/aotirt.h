@@ -82,8 +82,9 @@ typedef enum aotirt_dtype {
 enum {
   AOTIRT_DTYPE_KIND_NONE = 0,      // not a dtype aotirt has tensors of
   AOTIRT_DTYPE_KIND_BOOL = 1,
-  AOTIRT_DTYPE_KIND_INTEGER = 2,   // signed or unsigned (uint8)
-  AOTIRT_DTYPE_KIND_FLOATING = 3,  // float16, bfloat16, float32, float64
+  AOTIRT_DTYPE_KIND_SIGNED = 2,    // int8 ... int64
+  AOTIRT_DTYPE_KIND_UNSIGNED = 3,  // uint8
+  AOTIRT_DTYPE_KIND_FLOATING = 4,  // float16, bfloat16, float32, float64
 };
 
 // The dtypes aotirt has tensors of, from one table: aotirt_dtype_code(i) for

@@ -1,4 +1,8 @@
-"""Handles: a loaded model library, run from Python at C speed."""
+"""Handles: a loaded model library, run from Python at C speed.
+
+Module order: cimports _errors, _device, _stream, _tensor, _convert and
+_graph; nothing of aotirt cimports it.
+"""
 
 import os
 
@@ -7,17 +11,18 @@ from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
-    aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
-    aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
-    aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
-    aotirt_tensor, aotirt_tensor_free,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close, aotirt_handle_free,
+    aotirt_handle_input_name, aotirt_handle_is_closed, aotirt_handle_num_inputs, aotirt_handle_num_outputs,
+    aotirt_handle_open, aotirt_handle_output_name, aotirt_handle_run, aotirt_handle_stream,
+    aotirt_handle_update_constants_from_blob, aotirt_library_undefined_symbols, aotirt_status, aotirt_stream,
+    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_free,
 )
+from aotirt._convert cimport INLINE_ARGS, gather_inputs
+from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport INLINE_ARGS, Tensor, gather_inputs, parse_device, wrap_tensor
+from aotirt._tensor cimport Tensor, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -59,8 +64,8 @@ cdef class AotiHandle:
     """A model library that exports the AOTInductor container C ABI.
 
     ``AotiHandle`` runs libraries built for the CPU; :class:`CudaHandle`
-    (a subclass) adds the CUDA stream. Loading a library runs its code:
-    load only libraries you trust.
+    (a subclass) adds the CUDA stream and graph capture. Loading a library
+    runs its code: load only libraries you trust.
 
     Parameters
     ----------
@@ -85,8 +90,7 @@ cdef class AotiHandle:
     cdef int _device_index
 
     def __init__(self, path, device="cpu"):
-        device_type, device_index = parse_device(device)
-        if device_type != AOTIRT_DEVICE_CPU:
+        if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
 
@@ -146,13 +150,13 @@ cdef class AotiHandle:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
         # the run is queued (the model takes its own aliases).
-        cdef list made
+        cdef list _made
         cdef aotirt_status status
         try:
             if c_out is NULL:
                 raise MemoryError()
-            made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
-                                 aotirt_handle_stream(self._h))
+            _made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
+                                  aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)
@@ -162,47 +166,6 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
-
-    def capture(self, example_inputs, *, warmup=2, feedback=None):
-        """Capture one run as a CUDA graph, to replay it with one launch.
-
-        CUDA handles only (a CPU handle raises TypeError). Static inputs are
-        made on the device and `example_inputs` copied into them; `warmup`
-        eager runs on them follow (so that lazy loading and first
-        allocations happen outside the capture); then one run is captured on
-        a private stream, and the graph is launched once on the handle's
-        stream: its outputs hold the results for `example_inputs` when this
-        returns, as ``run(example_inputs)`` would give. Nothing waits for the
-        GPU.
-
-        Parameters
-        ----------
-        example_inputs : sequence
-            One per model input, as for :meth:`run`: their dtypes and shapes
-            are the graph's for good.
-        warmup : int
-            Eager runs before the capture (default 2).
-        feedback : sequence of (int, int), optional
-            (output index, input index) pairs: the graph ends by copying that
-            output into that static input on the device, so that
-            ``replay()`` with no inputs runs the next step of a loop (a
-            greedy decoder feeds ``next_token`` back as ``token``:
-            ``feedback=[(1, 1)]``).
-
-        Returns
-        -------
-        Graph
-
-        Raises
-        ------
-        AotiError
-            When the run cannot be captured (it fails, waits for the host,
-            allocates with cudaMalloc, queries an event, ...); the message
-            says why, and the handle still runs eagerly.
-        """
-        if self._h is NULL:
-            raise ValueError("the handle failed to open")
-        return capture_graph(self, self._h, example_inputs, warmup, feedback)
 
     def update_constants_from_blob(self, blob):
         """Load the model's weights from one blob (bytes, numpy array, ...).
@@ -263,9 +226,7 @@ cdef class AotiHandle:
 
     @property
     def device(self):
-        if self._device_type == AOTIRT_DEVICE_CPU:
-            return "cpu"
-        return f"cuda:{self._device_index}"
+        return device_name(self._device_type, self._device_index)
 
     def __repr__(self):
         state = "closed" if self.closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
@@ -313,3 +274,43 @@ cdef class CudaHandle(AotiHandle):
     def stream(self):
         """The :class:`Stream` this handle runs on."""
         return self._stream
+
+    def capture(self, example_inputs, *, warmup=2, feedback=None):
+        """Capture one run as a CUDA graph, to replay it with one launch.
+
+        Static inputs are made on the device and `example_inputs` copied
+        into them; `warmup` eager runs on them follow (so that lazy loading
+        and first allocations happen outside the capture); then one run is
+        captured on a private stream, and the graph is launched once on the
+        handle's stream: its outputs hold the results for `example_inputs`
+        when this returns, as ``run(example_inputs)`` would give. Nothing
+        waits for the GPU.
+
+        Parameters
+        ----------
+        example_inputs : sequence
+            One per model input, as for :meth:`run`: their dtypes and shapes
+            are the graph's for good.
+        warmup : int
+            Eager runs before the capture (default 2).
+        feedback : sequence of (int, int), optional
+            (output index, input index) pairs: the graph ends by copying that
+            output into that static input on the device, so that
+            ``replay()`` with no inputs runs the next step of a loop (a
+            greedy decoder feeds ``next_token`` back as ``token``:
+            ``feedback=[(1, 1)]``).
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        AotiError
+            When the run cannot be captured (it fails, waits for the host,
+            allocates with cudaMalloc, queries an event, ...); the message
+            says why, and the handle still runs eagerly.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        return capture_graph(self, self._h, example_inputs, warmup, feedback)
