@@ -22,7 +22,8 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp",
                 "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
-                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
+                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp",
+                "../shims/attention/sdpa_cublas.cu"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
