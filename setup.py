@@ -51,6 +51,7 @@ MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
+    "sdpa": ["models/container.cpp", "models/testing/sdpa.cpp"],
 }
 CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_graph", "_handle"]
 
