@@ -191,8 +191,10 @@ __device__ __forceinline__ void online_row(const SoftmaxArgs& a, const Row& row,
 }
 
 // One row per group of kGroup threads, grid-stride; kPer == 0: online_row.
+// 1024 threads per SM at least: at most 64 registers, which every variant
+// fits without spilling (nvcc -Xptxas -v), half the SM's warps resident.
 template <int kGroup, int kPer>
-__global__ void __launch_bounds__(Group<kGroup>::kBlock) softmax_rows(SoftmaxArgs a) {
+__global__ void __launch_bounds__(Group<kGroup>::kBlock, 1024 / Group<kGroup>::kBlock) softmax_rows(SoftmaxArgs a) {
   __shared__ float red[Group<kGroup>::kWarps];
   constexpr int kRowsPerBlock = Group<kGroup>::kRowsPerBlock;
   const int tid = static_cast<int>(threadIdx.x) % kGroup;
