@@ -1,22 +1,12 @@
 // float32 attention as two cuBLAS batched GEMMs around a softmax kernel
-// (sdpa_cublas.h says what and why).
-//
-// Layouts. The scores of one chunk of query rows are a contiguous
-// [batch, heads, rows, ld] float workspace (ld: kv_len rounded up to 4, for
-// aligned rows). gemm_layout.h maps each GEMM's row-major matrices onto
-// cuBLAS's column-major ones, as for the matmul shims:
-//   S[rows, kv_len] = Q[rows, E] K^T[E, kv_len]   (cuBLAS: S^T = K Q^T)
-//   out[rows, Ev]  = P[rows, kv_len] V[kv_len, Ev]  (out^T = V^T P^T, or out = P V)
-// The batch of matrices runs over (batch b, key/value head hk, head of the
-// group j), query head h = hk * group + j; run() writes it as one strided
-// batch or as pointer arrays.
+// (sdpa_cublas.h says what and why; sdpa_cublas_plan.h how the matrices
+// reach cuBLAS).
 
 #include "sdpa_cublas.h"
 
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <mutex>
@@ -25,8 +15,8 @@
 
 #include "../../core/cublas.h"
 #include "../../core/errors.h"
-#include "../../core/gemm_layout.h"
 #include "../../core/tensor.h"
+#include "sdpa_cublas_plan.h"
 #include "sdpa_device.cuh"
 
 namespace aotirt {
@@ -235,124 +225,39 @@ cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream) {
 
 // ---------------------------------------------------------------- batches
 
-// The GEMMs' operands, in the order of the pointer arrays.
-enum Matrix { kQ = 0, kK, kV, kS, kOut, kOperands };
+using cublas_plan::Chunk;
+using cublas_plan::kOperands;
+using cublas_plan::kOut;
+using cublas_plan::kS;
 
-// The batch of matrices: axes (b, hk, j) and each operand's element
-// strides along them, from its first matrix.
-struct Batch {
-  int64_t size[3] = {1, 1, 1};
-  int64_t stride[kOperands][3] = {};
-  const float* base[kOperands] = {};
+// The operands' data: query, key, value, the scores, the output.
+struct Bases {
+  const float* data[kOperands];
 };
 
-// Pointer arrays: arrays[o * count + n] is operand o's matrix n, the axes
-// flattened b outermost, j innermost.
-__global__ void fill_pointers(Batch batch, int64_t count, const float** arrays) {
+// Pointer arrays: arrays[o * count + n] is operand o's matrix n.
+__global__ void fill_pointers(cublas_plan::Batch batch, Bases bases, int64_t count, const float** arrays) {
   for (int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; n < count;
-       n += static_cast<int64_t>(gridDim.x) * blockDim.x) {
-    const int64_t j = n % batch.size[2];
-    const int64_t hk = n / batch.size[2] % batch.size[1];
-    const int64_t b = n / (batch.size[2] * batch.size[1]);
-    for (int o = 0; o < kOperands; ++o)
-      arrays[o * count + n] = batch.base[o] + b * batch.stride[o][0] + hk * batch.stride[o][1] + j * batch.stride[o][2];
-  }
+       n += static_cast<int64_t>(gridDim.x) * blockDim.x)
+    for (int o = 0; o < kOperands; ++o) arrays[o * count + n] = bases.data[o] + batch.at(o, n);
 }
 
-// One chunk of query rows as cuBLAS calls.
-struct Chunk {
-  int64_t rows = 0;   // query rows
-  int64_t m = 0;      // the GEMMs' rows: `rows`, or group * rows when the group is folded in
-  bool folded = false;
-  gemm_layout::Plan qk, pv;  // S = Q K^T, out = P V
-  Batch batch;
-  int64_t count = 1;         // matrices per GEMM
-  bool strided = false;      // evenly spaced: batch_stride[o] apart
-  int64_t batch_stride[kOperands] = {};
-};
-
-bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
-
-int64_t group_of(const Problem& p) { return p.heads / p.kv_heads; }
-
-// kv_len rounded up to 4 floats: 16-byte aligned score rows.
-int64_t scores_ld(const Problem& p) { return (p.kv_len + 3) / 4 * 4; }
-
-// The two GEMMs of matrices with `m` rows, the query's and the output's rows
-// `q_row` and `o_row` apart; false when an operand would need a copy (no
-// single leading dimension describes it) or a size passes cuBLAS's ints.
-bool plan_gemms(const Problem& p, int64_t m, int64_t q_row, int64_t o_row, int64_t ld, Chunk* c) {
-  const int64_t q[3] = {0, q_row, p.q_stride[3]};
-  const int64_t k_t[3] = {0, p.k_stride[3], p.k_stride[2]};  // K^T: [E, kv_len]
-  const int64_t s[3] = {0, ld, 1};
-  const int64_t v[3] = {0, p.v_stride[2], p.v_stride[3]};
-  const int64_t o[3] = {0, o_row, p.out_stride[3]};
-  c->qk = gemm_layout::plan(1, m, p.kv_len, p.head_dim, q, k_t, s, false);
-  c->pv = gemm_layout::plan(1, m, p.value_dim, p.kv_len, s, v, o, false);
-  for (const gemm_layout::Plan* g : {&c->qk, &c->pv}) {
-    if (g->copy_a || g->copy_b || g->scratch) return false;
-    for (int64_t n : {g->m, g->n, g->k, g->x.ld, g->y.ld, g->c.ld})
-      if (!fits_int(n)) return false;
+cublas_plan::Shape shape_of(const Problem& p) {
+  cublas_plan::Shape s;
+  s.batch = p.batch;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.q_len = p.q_len;
+  s.kv_len = p.kv_len;
+  s.head_dim = p.head_dim;
+  s.value_dim = p.value_dim;
+  for (int d = 0; d < 4; ++d) {
+    s.q_stride[d] = p.q_stride[d];
+    s.k_stride[d] = p.k_stride[d];
+    s.v_stride[d] = p.v_stride[d];
+    s.out_stride[d] = p.out_stride[d];
   }
-  return true;
-}
-
-// The matrices as one strided batch: when every operand's matrices are
-// evenly spaced in the flattened order (b, hk, j), with non-negative steps.
-void flatten(Chunk* c) {
-  c->strided = true;
-  for (int o = 0; o < kOperands; ++o) c->batch_stride[o] = 0;
-  int64_t inner = 1;  // matrices along the axes already taken
-  for (int axis = 2; axis >= 0; --axis) {
-    if (c->batch.size[axis] == 1) continue;
-    for (int o = 0; o < kOperands; ++o) {
-      const int64_t s = c->batch.stride[o][axis];
-      if (s < 0 || (inner > 1 && s != inner * c->batch_stride[o])) c->strided = false;
-      if (inner == 1) c->batch_stride[o] = s;
-    }
-    inner *= c->batch.size[axis];
-  }
-  c->count = inner;
-}
-
-// The chunk of `rows` query rows from `row0`, scores at `scores` (may be
-// null for a check); false when cuBLAS cannot take it.
-bool plan_chunk(const Problem& p, int64_t rows, int64_t row0, float* scores, Chunk* c) {
-  const int64_t group = group_of(p), ld = scores_ld(p);
-  c->rows = rows;
-  // The heads of a group fold into the rows when their rows, one head after
-  // the other, are evenly spaced in the query and the output, as they are
-  // in the scores. (A single row needs nothing: the heads are its rows.)
-  const bool q_even = rows == 1 || p.q_stride[1] == rows * p.q_stride[2];
-  const bool o_even = rows == 1 || p.out_stride[1] == rows * p.out_stride[2];
-  c->folded = group > 1 && q_even && o_even && fits_int(group * rows) &&
-              plan_gemms(p, group * rows, rows == 1 ? p.q_stride[1] : p.q_stride[2],
-                         rows == 1 ? p.out_stride[1] : p.out_stride[2], ld, c);
-  if (c->folded) {
-    c->m = group * rows;
-  } else {
-    c->m = rows;
-    if (!plan_gemms(p, rows, p.q_stride[2], p.out_stride[2], ld, c)) return false;
-  }
-  Batch& b = c->batch;
-  b.size[0] = p.batch;
-  b.size[1] = p.kv_heads;
-  b.size[2] = c->folded ? 1 : group;
-  const int64_t q[3] = {p.q_stride[0], group * p.q_stride[1], p.q_stride[1]};
-  const int64_t k[3] = {p.k_stride[0], p.k_stride[1], 0};
-  const int64_t v[3] = {p.v_stride[0], p.v_stride[1], 0};
-  const int64_t s[3] = {p.heads * rows * ld, group * rows * ld, rows * ld};
-  const int64_t o[3] = {p.out_stride[0], group * p.out_stride[1], p.out_stride[1]};
-  const int64_t* strides[kOperands] = {q, k, v, s, o};
-  for (int op = 0; op < kOperands; ++op)
-    for (int axis = 0; axis < 3; ++axis) b.stride[op][axis] = strides[op][axis];
-  b.base[kQ] = static_cast<const float*>(p.q) + row0 * p.q_stride[2];
-  b.base[kK] = static_cast<const float*>(p.k);
-  b.base[kV] = static_cast<const float*>(p.v);
-  b.base[kS] = scores;
-  b.base[kOut] = static_cast<const float*>(p.out) + row0 * p.out_stride[2];
-  flatten(c);
-  return fits_int(c->count);
+  return s;
 }
 
 // ---------------------------------------------------------------- host
@@ -401,18 +306,21 @@ std::string shape_text(const Problem& p) {
 }
 
 aotirt_status cublas_gemm(const cublas::Api& api, cublas::Handle handle, const Chunk& c, const gemm_layout::Plan& g,
-                          int x, int y, int out, float alpha, const void* const* arrays, const char* what) {
+                          const Bases& bases, int x, int y, int out, float alpha, const void* const* arrays,
+                          const char* what) {
   const float beta = 0.0f;
   const int m = static_cast<int>(g.m), n = static_cast<int>(g.n), k = static_cast<int>(g.k);
   const int count = static_cast<int>(c.count);
   const int lx = static_cast<int>(g.x.ld), ly = static_cast<int>(g.y.ld), lc = static_cast<int>(g.c.ld);
   if (c.strided) {
     const std::string call = std::string("cublasGemmStridedBatchedEx (") + what + ")";
+    const float* first[kOperands];
+    for (int o = 0; o < kOperands; ++o) first[o] = bases.data[o] + c.batch.offset[o];
     return cublas::check(api, kWho, call.c_str(),
-                         api.gemm_strided_batched(handle, g.x.op, g.y.op, m, n, k, &alpha, c.batch.base[x],
-                                                  CUDA_R_32F, lx, c.batch_stride[x], c.batch.base[y], CUDA_R_32F,
-                                                  ly, c.batch_stride[y], &beta, const_cast<float*>(c.batch.base[out]),
-                                                  CUDA_R_32F, lc, c.batch_stride[out], count, cublas::kCompute32F,
+                         api.gemm_strided_batched(handle, g.x.op, g.y.op, m, n, k, &alpha, first[x], CUDA_R_32F, lx,
+                                                  c.batch_stride[x], first[y], CUDA_R_32F, ly, c.batch_stride[y],
+                                                  &beta, const_cast<float*>(first[out]), CUDA_R_32F, lc,
+                                                  c.batch_stride[out], count, cublas::kCompute32F,
                                                   cublas::kGemmDefault));
   }
   const std::string call = std::string("cublasGemmBatchedEx (") + what + ")";
@@ -426,15 +334,7 @@ aotirt_status cublas_gemm(const cublas::Api& api, cublas::Handle handle, const C
 }  // namespace
 
 bool cublas_takes(const Problem& p) {
-  if (p.dtype != 6 || (p.lse && p.lse_dtype != 6)) return false;
-  if (p.batch <= 0 || p.heads <= 0 || p.kv_heads <= 0 || p.q_len <= 0 || p.kv_len <= 0 || p.head_dim <= 0 ||
-      p.value_dim <= 0 || p.heads % p.kv_heads != 0)
-    return false;
-  if (!fits_int(p.q_len) || !fits_int(scores_ld(p)) || !fits_int(p.batch * p.heads)) return false;
-  if (p.batch * p.heads > (int64_t{1} << 40) / scores_ld(p)) return false;  // one row of scores per head: 4 TiB
-  // The widest chunk has every query row; a narrower one is described as well.
-  Chunk c;
-  return plan_chunk(p, p.q_len, 0, nullptr, &c);
+  return p.dtype == 6 && (!p.lse || p.lse_dtype == 6) && cublas_plan::plannable(shape_of(p));
 }
 
 aotirt_status run_cublas(const Problem& p, Stream* stream) {
@@ -443,14 +343,14 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
     return fail(AOTIRT_ERROR_VALUE, std::string(kWho) + ": AOTIRT_ATTENTION_WORKSPACE_MIB must be a positive whole "
                                                         "number of MiB, got '" +
                                         std::getenv("AOTIRT_ATTENTION_WORKSPACE_MIB") + "'");
-  const int64_t ld = scores_ld(p);
-  const int64_t row_bytes = p.batch * p.heads * ld * static_cast<int64_t>(sizeof(float));  // one query row of each head
-  const int64_t chunk_rows = std::max<int64_t>(1, std::min<int64_t>(p.q_len, bound / row_bytes));
+  const cublas_plan::Shape shape = shape_of(p);
+  const int64_t ld = cublas_plan::scores_ld(shape);
+  const int64_t chunk_rows = cublas_plan::chunk_rows(shape, bound);
   const int64_t chunks = (p.q_len + chunk_rows - 1) / chunk_rows;
 
   // One block: the scores of a chunk, then the pointer arrays (five per
   // matrix, used by chunks that are not one strided batch).
-  const size_t score_bytes = static_cast<size_t>(chunk_rows * row_bytes);
+  const size_t score_bytes = static_cast<size_t>(chunk_rows * p.batch * p.heads * ld) * sizeof(float);
   const size_t arrays_at = (score_bytes + 255) / 256 * 256;
   const size_t bytes = arrays_at + static_cast<size_t>(kOperands * p.batch * p.heads) * sizeof(float*);
   StorageRef workspace;
@@ -464,6 +364,8 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
   AOTIRT_TRY(cublas::thread_handle(kWho, stream->device, &handle));
   AOTIRT_TRY(cublas::check(*api, kWho, "cublasSetStream_v2", api->set_stream(handle, stream->handle)));
 
+  const Bases bases{{static_cast<const float*>(p.q), static_cast<const float*>(p.k), static_cast<const float*>(p.v),
+                     scores, static_cast<const float*>(p.out)}};
   SoftmaxArgs soft;
   soft.scores = scores;
   soft.ld = ld;
@@ -482,7 +384,7 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
   for (int64_t row0 = 0; row0 < p.q_len; row0 += chunk_rows) {
     Chunk c;
     const int64_t rows = std::min(chunk_rows, p.q_len - row0);
-    if (!plan_chunk(p, rows, row0, scores, &c))
+    if (!cublas_plan::plan_chunk(shape, rows, row0, &c))
       return fail(AOTIRT_ERROR_VALUE, std::string(kWho) + ": cannot describe the problem to cuBLAS (" +
                                           shape_text(p) + "); cublas_takes should have refused it");
     if (row0 == 0 && debug_log_on()) {
@@ -496,22 +398,18 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
     if (!c.strided) {
       const int threads = 128;
       const unsigned blocks = static_cast<unsigned>(std::min<int64_t>((c.count + threads - 1) / threads, 1024));
-      fill_pointers<<<blocks, threads, 0, stream->handle>>>(c.batch, c.count, arrays);
+      fill_pointers<<<blocks, threads, 0, stream->handle>>>(c.batch, bases, c.count, arrays);
       AOTIRT_CUDA_TRY(cudaGetLastError());
     }
     const void* const* ptrs = reinterpret_cast<const void* const*>(arrays);
-    // S = scale * Q K^T; cuBLAS computes S^T = K Q^T (X = K, Y = Q) when S
-    // is row-major, which the scores always are.
-    const bool qk_t = c.qk.transposed;
-    AOTIRT_TRY(cublas_gemm(*api, handle, c, c.qk, qk_t ? kK : kQ, qk_t ? kQ : kK, kS, static_cast<float>(p.scale),
-                           ptrs, "scores = scale * query key^T"));
+    AOTIRT_TRY(cublas_gemm(*api, handle, c, c.qk, bases, c.qk_x, c.qk_y, kS, static_cast<float>(p.scale), ptrs,
+                           "scores = scale * query key^T"));
     soft.row0 = row0;
     soft.chunk_rows = rows;
     soft.rows = p.batch * p.heads * rows;
     const cudaError_t launched = softmax(soft, stream->handle);
     if (launched != cudaSuccess) return fail_cuda(launched, std::string(kWho) + ": launching the softmax kernel");
-    const bool pv_t = c.pv.transposed;
-    AOTIRT_TRY(cublas_gemm(*api, handle, c, c.pv, pv_t ? kV : kS, pv_t ? kS : kV, kOut, 1.0f, ptrs,
+    AOTIRT_TRY(cublas_gemm(*api, handle, c, c.pv, bases, c.pv_x, c.pv_y, kOut, 1.0f, ptrs,
                            "out = probabilities value"));
   }
   // `workspace` goes back to the pool stream-ordered: after the last GEMM.
