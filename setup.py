@@ -120,6 +120,8 @@ class BuildAotirt(build_ext):
         core_dir = os.path.join(ROOT, "cuda_src", "core")
         core_sources = [os.path.join(core_dir, s) for s in CORE_SOURCES]
         core_headers = headers + [os.path.join(core_dir, h) for h in os.listdir(core_dir) if h.endswith(".h")]
+        core_headers += [os.path.join(folder, h) for folder, _, files in os.walk(os.path.join(ROOT, "cuda_src", "shims"))
+                         for h in files if h.endswith((".h", ".cuh"))]
         if newer(core, core_sources + core_headers):
             self.build_core(core_sources, core)
 
