@@ -64,6 +64,7 @@ MAKE_WEIGHTS = os.path.join(SRC, "models", "make_weights.py")
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
+    "sdpa": ["models/container.cpp", "models/testing/sdpa.cpp"],
 }
 VERBOSE = os.environ.get("AOTIRT_BUILD_VERBOSE") == "1"
 

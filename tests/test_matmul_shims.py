@@ -377,7 +377,8 @@ def test_a_library_with_the_entry_points_loads(tmp_path):
     source = tmp_path / "fake_cublas.c"
     source.write_text("\n".join(
         f"int {name}(void) {{ return 0; }}"
-        for name in ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx"]))
+        for name in ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx",
+                     "cublasGemmBatchedEx"]))
     library = str(tmp_path / "libfake_cublas.so")
     subprocess.run(["cc", "-shared", "-fPIC", str(source), "-o", library], check=True)
     proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": library})
@@ -398,7 +399,8 @@ def _fake_site_packages(tmp_path, with_cublas):
         source = "\n".join(["#include <stdio.h>",
                              "__attribute__((constructor)) static void opened(void) { puts(\"wheel cublas\"); }"] +
                             [f"int {name}(void) {{ return 0; }}" for name in
-                             ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx"]])
+                             ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx",
+                              "cublasGemmBatchedEx"]])
         subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(lib / "libcublas.so.13")],
                        input=source, text=True, check=True)
     return site

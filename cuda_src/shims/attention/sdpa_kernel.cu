@@ -18,6 +18,7 @@
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/attention/sdpa.h"
+#include "shims/attention/sdpa_device.cuh"
 
 namespace aotirt {
 namespace attention {
@@ -40,18 +41,6 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float v) { return __float2half_rn(v); }
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_float<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
-
-// The bias is read through its dtype at run time: it is one load per score,
-// and a template per bias dtype would multiply the kernels for no gain.
-__device__ __forceinline__ float bias_at(const void* bias, int32_t dtype, int64_t offset, float score) {
-  switch (dtype) {
-    case AOTIRT_DTYPE_FLOAT16: return score + __half2float(static_cast<const __half*>(bias)[offset]);
-    case AOTIRT_DTYPE_FLOAT64: return score + static_cast<float>(static_cast<const double*>(bias)[offset]);
-    case AOTIRT_DTYPE_BOOL: return static_cast<const unsigned char*>(bias)[offset] ? score : -INFINITY;
-    case AOTIRT_DTYPE_BFLOAT16: return score + __bfloat162float(static_cast<const __nv_bfloat16*>(bias)[offset]);
-    default: return score + static_cast<const float*>(bias)[offset];
-  }
-}
 
 __device__ __forceinline__ float warp_sum(float v) {
   for (int offset = 16; offset > 0; offset >>= 1) v += __shfl_xor_sync(0xffffffffu, v, offset);

@@ -21,6 +21,7 @@
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
 #include "shims/attention/sdpa.h"
+#include "shims/attention/sdpa_cublas.h"
 #include "shims/shim_helpers.h"
 
 namespace aotirt {
@@ -252,6 +253,9 @@ aotirt_status compute(Problem& p, const Tensor* const* inputs, int n_inputs, con
   AOTIRT_TRY(stream_for_device(out.storage->device_index, &stream));
   for (int i = 0; i < n_inputs; ++i)
     if (inputs[i]) AOTIRT_TRY(use_on(*inputs[i], stream.get()));
+  // float32: cuBLAS GEMMs around a softmax kernel where they take the problem.
+  if (attention::cublas_takes(p)) return attention::run_cublas(p, stream.get());
+  attention::log_path(p, "the straightforward kernel (attention.cu)");
   return attention::run_cuda(p, stream.get());
 }
 

@@ -25,6 +25,7 @@ bool resolve(void* handle, Api* api, std::string* why) {
       {"cublasSetStream_v2", reinterpret_cast<void**>(&api->set_stream)},
       {"cublasGemmEx", reinterpret_cast<void**>(&api->gemm)},
       {"cublasGemmStridedBatchedEx", reinterpret_cast<void**>(&api->gemm_strided_batched)},
+      {"cublasGemmBatchedEx", reinterpret_cast<void**>(&api->gemm_batched)},
   };
   for (const Entry& e : entries) {
     *e.slot = dlsym(handle, e.name);

@@ -34,6 +34,10 @@ struct Api {
                                  long long stride_a, const void* b, cudaDataType_t b_type, int ldb,
                                  long long stride_b, const void* beta, void* c, cudaDataType_t c_type, int ldc,
                                  long long stride_c, int batch_count, int compute_type, int algo);
+  Status (*gemm_batched)(Handle, int transa, int transb, int m, int n, int k,  // cublasGemmBatchedEx
+                         const void* alpha, const void* const* a, cudaDataType_t a_type, int lda,
+                         const void* const* b, cudaDataType_t b_type, int ldb, const void* beta, void* const* c,
+                         cudaDataType_t c_type, int ldc, int batch_count, int compute_type, int algo);
   const char* (*status_string)(Status);  // cublasGetStatusString; may be null (cuBLAS < 11.4)
 };
 
