@@ -17,8 +17,8 @@ A model that needs a shim aotirt lacks fails here (aotirt.load names the
 missing functions): it never skips.
 """
 
-import ast
 import os
+import sys
 
 import numpy as np
 import pytest
@@ -28,19 +28,10 @@ from helpers import REPO
 from test_aoti_models import inputs_of, model_folder, output_array, to_float
 from waits import count_waits, interposer_library
 
+sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
+from zoo_index import zoo_names  # noqa: E402
+
 TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 2e-2}
-
-
-def zoo_names():
-    """The keys of zoo.py's ZOO, read without importing torch."""
-    with open(os.path.join(REPO, "tests", "aoti", "zoo.py")) as f:
-        tree = ast.parse(f.read())
-    for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ZOO" for t in node.targets):
-            return [ast.literal_eval(key) for key in node.value.keys]
-    raise AssertionError("tests/aoti/zoo.py defines no ZOO")
-
-
 ZOO = zoo_names()
 
 

@@ -27,7 +27,6 @@ without stopping the others. Exits 1 if any model failed.
 """
 
 import argparse
-import hashlib
 import json
 import os
 import signal
@@ -40,27 +39,10 @@ import zipfile
 from concurrent.futures import ThreadPoolExecutor
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+from zoo_index import cache_key  # noqa: E402
+
 RUNNER_TIMEOUT_S = 300
-
-
-def _version(package):
-    import importlib.metadata
-
-    try:
-        return importlib.metadata.version(package)
-    except importlib.metadata.PackageNotFoundError:
-        return "absent"
-
-
-def cache_key(device):
-    digest = hashlib.sha256()
-    for name in ("zoo.py", "build.py", "torch_runner.py"):
-        with open(os.path.join(HERE, name), "rb") as f:
-            digest.update(f.read())
-    for package in ("torch", "torchvision", "transformers"):
-        digest.update(f"{package}={_version(package)};".encode())
-    digest.update(device.encode())
-    return digest.hexdigest()[:16]
 
 
 def inductor_configs(name, device):
