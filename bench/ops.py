@@ -358,7 +358,7 @@ def worker_main(kind):
     worker = AotirtWorker() if kind == "aotirt" else TorchWorker()
     handlers = {name: getattr(worker, name) for name in ("setup", "rep", "teardown", "conv_shapes")
                 if hasattr(worker, name)}
-    serve(handlers)
+    serve(dict(handlers, ping=lambda request: {}))
 
 
 # ----------------------------------------------------------------------- driver
@@ -384,6 +384,8 @@ def time_case(case, workers, reps):
         theirs = None
         notes.append(f"torch: {error}")
     shim = aotirt_shim(case, row.get("torch_backend")) if case["op"] == "sdpa" else "convolution"
+    if case["op"] == "sdpa" and row.get("torch_backend") not in (None, "flash", "efficient", "cudnn"):
+        notes.append(f"torch has no fused kernel for this shape ({row['torch_backend']})")
     row["aotirt_shim"] = shim
     try:
         ours = aotirt_w.ask("setup", case=case, shim=shim)
@@ -453,6 +455,12 @@ def main():
                Worker("torch", [python, me, "--worker", "torch"]))
     parts = args.only.split(",")
     try:
+        for worker in workers:
+            try:
+                worker.ask("ping")
+            except WorkerError as error:     # it cannot start (no GPU, no torch...): its stderr says why
+                emit({"case": "op", "op": "all", "note": f"not timed: {error}"})
+                return 0
         cases = []
         if "conv" in parts:
             try:

@@ -201,7 +201,7 @@ class TorchWorker:
 
 def worker_main(kind):
     worker = AotirtWorker() if kind == "aotirt" else TorchWorker()
-    serve({"setup": worker.setup, "rep": worker.rep, "teardown": worker.teardown})
+    serve({"setup": worker.setup, "rep": worker.rep, "teardown": worker.teardown, "ping": lambda request: {}})
 
 
 # ----------------------------------------------------------------------- driver
@@ -282,6 +282,16 @@ def main():
     if python:
         workers["torch"] = Worker("torch", [python, os.path.abspath(__file__), "--worker", "torch"])
     try:
+        for side, worker in list(workers.items()):
+            try:
+                worker.ask("ping")
+            except WorkerError as error:     # it cannot start: its stderr says why
+                if side == "aotirt":
+                    emit({"case": "zoo", "model": "all", "runner": "aotirt", "us_per_call": None,
+                          "note": f"not timed: {error}"})
+                    return 0
+                worker.close()
+                del workers[side]
         for name in names:
             folder = os.path.join(root, name)
             if not os.path.exists(os.path.join(folder, "meta.json")):
@@ -292,7 +302,7 @@ def main():
                 continue
             for row in bench_model(name, folder, workers, reps, quick):
                 if "torch" not in workers and row["runner"] in TORCH_RUNNERS:
-                    row["note"] = "no Python with torch (AOTIRT_TORCH_PYTHON)"
+                    row["note"] = "no torch worker (no Python with torch, or it failed to start)"
                 emit(row)
     finally:
         for worker in workers.values():

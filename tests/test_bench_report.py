@@ -188,3 +188,11 @@ def test_summary_counts_the_zoo_tests_from_junit_and_the_ops_rows(tmp_path):
     assert summary() == "zoo: tests not run | ops: 1/2 within target"
     results.unlink()
     assert summary("--junit", str(junit)) == "zoo: 1/3 ran | ops: 0/0 within target"
+
+
+def test_report_says_why_the_zoo_was_not_timed(tmp_path):
+    rows = [{"case": "zoo", "model": "all", "runner": "aotirt", "us_per_call": None,
+             "note": "not timed: the aotirt worker died during ping (exit status 1; restarted)"}]
+    text = render(rows, tmp_path)
+    assert "0/0 models meet both targets." in text
+    assert "Not timed: not timed: the aotirt worker died during ping" in text

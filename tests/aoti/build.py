@@ -140,10 +140,14 @@ def build_one(name, device, folder):
     if name in ZOO:
         meta["strict"] = strict
         if device == "cuda" and dtype == "float32":
-            exact = _exact_fp32(module, inputs)
-            for i, y in enumerate(exact):
-                np.save(os.path.join(folder, f"expected_exact{i}.npy"), to_numpy(y))
-            meta["tf32_drift"] = [relative_error(y, e) for y, e in zip(expected, exact)]
+            try:
+                exact = _exact_fp32(module, inputs)
+            except Exception:  # noqa: BLE001 - a diagnostic only: the tests then use the plain bound
+                print(f"[{name}] no TF32-off reference:\n{traceback.format_exc()}", flush=True)
+            else:
+                for i, y in enumerate(exact):
+                    np.save(os.path.join(folder, f"expected_exact{i}.npy"), to_numpy(y))
+                meta["tf32_drift"] = [relative_error(y, e) for y, e in zip(expected, exact)]
     start = time.time()
     print(f"[{name}] exporting (strict={strict})", flush=True)
     exported = torch.export.export(module, inputs) if strict else torch.export.export(module, inputs, strict=False)
