@@ -448,7 +448,7 @@ def main():
 
     python = torch_python()
     if python is None:
-        emit({"case": "op", "op": "all", "note": "no Python with torch (AOTIRT_TORCH_PYTHON): op rows not timed"})
+        emit({"case": "op", "op": "all", "note": "no Python with torch (set AOTIRT_TORCH_PYTHON)"})
         return 0
     me = os.path.abspath(__file__)
     workers = (Worker("aotirt", [sys.executable, me, "--worker", "aotirt"]),
@@ -459,7 +459,7 @@ def main():
             try:
                 worker.ask("ping")
             except WorkerError as error:     # it cannot start (no GPU, no torch...): its stderr says why
-                emit({"case": "op", "op": "all", "note": f"not timed: {error}"})
+                emit({"case": "op", "op": "all", "note": str(error)})
                 return 0
         cases = []
         if "conv" in parts:

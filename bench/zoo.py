@@ -288,7 +288,7 @@ def main():
             except WorkerError as error:     # it cannot start: its stderr says why
                 if side == "aotirt":
                     emit({"case": "zoo", "model": "all", "runner": "aotirt", "us_per_call": None,
-                          "note": f"not timed: {error}"})
+                          "note": str(error)})
                     return 0
                 worker.close()
                 del workers[side]
