@@ -1,7 +1,8 @@
 """GPU time per call from CUDA events, for the workers of bench/ops.py and
 bench/zoo.py: the same code times aotirt (events from cuda.bindings on
-aotirt's stream) and torch (torch.cuda.Event on torch's stream). Imports
-nothing but the standard library and, when used, cuda.bindings.
+aotirt's stream, AotirtClock) and torch (torch.cuda.Event on torch's
+stream, TorchClock). Imports nothing at import but the standard library;
+cuda.bindings, aotirt and torch when used.
 
 Events around a batch of calls also count the GPU's idle gaps while the host
 is still launching, which would make a slower host look like a slower op.
@@ -12,8 +13,8 @@ back. The spin is sized from the host's queueing time of earlier batches; a
 batch the host had not finished queueing when the spin ended is reported as
 host-bound (its figure may include gaps).
 
-    timer = GpuTimer(stream_address, events)   # events: RuntimeEvents or any
-    us, host_bound = timer.us_per_call(call, calls, wait)   # with start()/stop()/elapsed_ms()
+    clock = AotirtClock()                      # or TorchClock(), in a torch process
+    us, host_bound = clock.timer.us_per_call(call, calls, clock.wait)
 """
 
 import ctypes
@@ -156,3 +157,63 @@ class GpuTimer:
         wait()
         self._host_ns_per_call = max(self._host_ns_per_call, queued / calls)
         return self.events.elapsed_ms() * 1e3 / calls, queued > spin_ns
+
+
+def _spinner(device):
+    """(Spinner or None, note): without one the figures may include launch gaps, and the note says so."""
+    try:
+        return Spinner(device), ""
+    except Exception as error:  # noqa: BLE001 - timed without it, and said so
+        return None, f"no spin kernel ({error})"
+
+
+class AotirtClock:
+    """aotirt's shared stream of device 0: a GpuTimer with cuda.bindings
+    events on it, and its wait, which is the copy routine (the one rule)."""
+
+    def __init__(self):
+        import numpy as np
+
+        import aotirt
+
+        self._aotirt = aotirt
+        self.stream = aotirt.Stream.shared(0)    # held: the shims' and the handles' work runs on it
+        address = self.stream.__cuda_stream__()[1]
+        self._marker = aotirt.asarray(np.zeros(1, np.float32), device=0)
+        spinner, self.note = _spinner(0)
+        self.timer = GpuTimer(address, RuntimeEvents(address), spinner)
+
+    def wait(self):
+        self._aotirt.copy_to_host(self._marker)
+
+
+class TorchEvents:
+    """torch.cuda.Event on torch's current stream."""
+
+    def __init__(self, torch):
+        self.begin = torch.cuda.Event(enable_timing=True)
+        self.end = torch.cuda.Event(enable_timing=True)
+
+    def start(self):
+        self.begin.record()
+
+    def stop(self):
+        self.end.record()
+
+    def elapsed_ms(self):
+        return self.begin.elapsed_time(self.end)
+
+
+class TorchClock:
+    """torch's current stream: a GpuTimer with torch.cuda.Event, and torch's wait."""
+
+    def __init__(self):
+        import torch
+
+        self._torch = torch
+        torch.cuda.init()
+        spinner, self.note = _spinner(torch.cuda.current_device())
+        self.timer = GpuTimer(torch.cuda.current_stream().cuda_stream, TorchEvents(torch), spinner)
+
+    def wait(self):
+        self._torch.cuda.current_stream().synchronize()

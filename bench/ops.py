@@ -26,7 +26,6 @@ torch (1.0x). A failed shim gives a row with its error as the note.
 """
 
 import argparse
-import json
 import os
 import statistics
 import sys
@@ -35,9 +34,9 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
-from gpu_timer import GpuTimer, RuntimeEvents, Spinner  # noqa: E402
+from gpu_timer import AotirtClock, TorchClock  # noqa: E402
 from timing import REPS  # noqa: E402
-from workers import Worker, WorkerError, serve  # noqa: E402
+from workers import WorkerError, common_arguments, driving, is_quick, serve  # noqa: E402
 
 QUICK_REPS = 3
 TARGET_US_PER_REP = 5000          # GPU time a repetition aims for (calls = this / the slower side's time)
@@ -90,7 +89,7 @@ def target_of(case):
 def element_strides(shape, channels_last):
     """Row-major strides of `shape` in elements, or NHWC's for a 4-D channels-last tensor."""
     if channels_last and len(shape) == 4:
-        n, c, h, w = shape
+        _n, c, h, w = shape
         return [h * w * c, 1, w * c, c]
     strides, step = [], 1
     for size in reversed(shape):
@@ -111,20 +110,10 @@ class AotirtWorker:
         import shims_ctypes as sc
 
         self.np, self.aotirt, self.sc = np, aotirt, sc
-        self.stream = aotirt.Stream.shared(0)      # held: the shims' tensors live on it
-        address = self.stream.__cuda_stream__()[1]
-        self.marker = aotirt.asarray(np.zeros(1, np.float32), device=0)
-        self.note = ""
-        try:
-            spinner = Spinner(0)
-        except Exception as error:  # noqa: BLE001 - timed without it, and said so
-            spinner, self.note = None, f"no spin kernel ({error})"
-        self.timer = GpuTimer(address, RuntimeEvents(address), spinner)
+        self.clock = clock = AotirtClock()
+        self.timer, self.wait, self.note = clock.timer, clock.wait, clock.note
         self.delete = sc.shim("aoti_torch_delete_tensor_object", sc.H)
         self.call, self.keep = None, []
-
-    def wait(self):
-        self.aotirt.copy_to_host(self.marker)      # the copy routine: the one wait
 
     def tensor(self, shape, dtype, channels_last=False, seed=0):
         rng = self.np.random.default_rng(seed)
@@ -267,37 +256,14 @@ def conv_shapes(models):
     return cases
 
 
-class TorchEvents:
-    def __init__(self, torch):
-        self.begin = torch.cuda.Event(enable_timing=True)
-        self.end = torch.cuda.Event(enable_timing=True)
-
-    def start(self):
-        self.begin.record()
-
-    def stop(self):
-        self.end.record()
-
-    def elapsed_ms(self):
-        return self.begin.elapsed_time(self.end)
-
-
 class TorchWorker:
     def __init__(self):
         import torch
 
         self.torch = torch
-        torch.cuda.init()
-        self.note = ""
-        try:
-            spinner = Spinner(torch.cuda.current_device())
-        except Exception as error:  # noqa: BLE001
-            spinner, self.note = None, f"no spin kernel ({error})"
-        self.timer = GpuTimer(torch.cuda.current_stream().cuda_stream, TorchEvents(torch), spinner)
+        self.clock = clock = TorchClock()
+        self.timer, self.wait, self.note = clock.timer, clock.wait, clock.note
         self.call = None
-
-    def wait(self):
-        self.torch.cuda.current_stream().synchronize()
 
     def conv_shapes(self, request):
         return {"cases": conv_shapes(request["models"])}
@@ -425,46 +391,25 @@ def time_case(case, workers, reps):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 repetitions (also AOTIRT_BENCH_QUICK=1)")
-    parser.add_argument("--out", help="also append the JSON lines to this file")
+    common_arguments(parser)
     parser.add_argument("--only", default="conv,attention", help="conv, attention or both (comma-separated)")
-    parser.add_argument("--worker", choices=["aotirt", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker)
         return 0
     from zoo_index import torch_python
 
-    quick = args.quick or os.environ.get("AOTIRT_BENCH_QUICK") == "1"
-    reps = QUICK_REPS if quick else REPS
-    sink = open(args.out, "a") if args.out else None
-
-    def emit(row):
-        line = json.dumps(row, sort_keys=True)
-        print(line, flush=True)
-        if sink:
-            sink.write(line + "\n")
-            sink.flush()
-
-    python = torch_python()
-    if python is None:
-        emit({"case": "op", "op": "all", "note": "no Python with torch (set AOTIRT_TORCH_PYTHON)"})
-        return 0
-    me = os.path.abspath(__file__)
-    workers = (Worker("aotirt", [sys.executable, me, "--worker", "aotirt"]),
-               Worker("torch", [python, me, "--worker", "torch"]))
+    reps = QUICK_REPS if is_quick(args) else REPS
     parts = args.only.split(",")
-    try:
-        for worker in workers:
-            try:
-                worker.ask("ping")
-            except WorkerError as error:     # it cannot start (no GPU, no torch...): its stderr says why
-                emit({"case": "op", "op": "all", "note": str(error)})
-                return 0
+    pythons = {"aotirt": sys.executable, "torch": torch_python()}
+    with driving(os.path.abspath(__file__), pythons, args.out) as (emit, workers, missing):
+        if missing:
+            emit({"case": "op", "op": "all", "note": "; ".join(missing.values())})
+            return 0
         cases = []
         if "conv" in parts:
             try:
-                cases += workers[1].ask("conv_shapes", models=["resnet18", "mobilenet_v2"])["cases"]
+                cases += workers["torch"].ask("conv_shapes", models=["resnet18", "mobilenet_v2"])["cases"]
             except WorkerError as error:
                 emit({"case": "op", "op": "conv2d", "note": f"no convolution shapes: {error}"})
             cases += WHISPER_FRONT_END
@@ -472,12 +417,7 @@ def main():
             cases += attention_cases()
         for case in cases:
             case.setdefault("dtype", "float32")
-            emit(time_case(case, workers, reps))
-    finally:
-        for worker in workers:
-            worker.close()
-        if sink:
-            sink.close()
+            emit(time_case(case, (workers["aotirt"], workers["torch"]), reps))
     return 0
 
 

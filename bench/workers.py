@@ -12,6 +12,7 @@ raises WorkerError in the driver; a dead or hung worker is restarted, so the
 next case starts afresh and one broken case costs only its own row.
 """
 
+import contextlib
 import json
 import queue
 import subprocess
@@ -52,8 +53,9 @@ class Worker:
         self.proc.wait()
         self._start()
 
-    def ask(self, cmd, **fields):
-        """The worker's answer (a dict) to the request `cmd` with `fields`."""
+    def ask(self, cmd, restart=True, **fields):
+        """The worker's answer (a dict) to the request `cmd` with `fields`; a
+        worker that died or hung is restarted unless `restart` is false."""
         try:
             self.proc.stdin.write(json.dumps(dict(fields, cmd=cmd)) + "\n")
             self.proc.stdin.flush()
@@ -62,13 +64,16 @@ class Worker:
         try:
             line = self._answers.get(timeout=self.timeout)
         except queue.Empty:
-            self.restart()
-            raise WorkerError(f"the {self.name} worker did not answer {cmd} within {self.timeout} s "
-                              f"(restarted)") from None
+            if restart:
+                self.restart()
+            raise WorkerError(f"the {self.name} worker did not answer {cmd} within {self.timeout} s"
+                              + (" (restarted)" if restart else "")) from None
         if line is None:
             status = self.proc.wait()
-            self.restart()
-            raise WorkerError(f"the {self.name} worker died during {cmd} (exit status {status}; restarted)")
+            if restart:
+                self.restart()
+            raise WorkerError(f"the {self.name} worker died during {cmd} (exit status {status}"
+                              + ("; restarted)" if restart else ")"))
         answer = json.loads(line)
         if "error" in answer:
             raise WorkerError(f"{self.name}: {answer['error']}")
@@ -101,3 +106,74 @@ def serve(handlers):
         answers.write(PREFIX + json.dumps(answer) + "\n")
         answers.flush()
 
+
+
+# ------------------------------------------------------------- driver helpers
+
+def common_arguments(parser):
+    """The options bench/ops.py and bench/zoo.py share."""
+    import argparse
+
+    parser.add_argument("--quick", action="store_true", help="3 rounds, shorter batches (also AOTIRT_BENCH_QUICK=1)")
+    parser.add_argument("--out", help="also append the JSON lines to this file")
+    parser.add_argument("--worker", choices=["aotirt", "torch"], help=argparse.SUPPRESS)
+
+
+def is_quick(args):
+    import os
+
+    return args.quick or os.environ.get("AOTIRT_BENCH_QUICK") == "1"
+
+
+class Rows:
+    """Emits JSON rows: each on stdout and, given a path, appended to that file."""
+
+    def __init__(self, path=None):
+        self.sink = open(path, "a") if path else None
+
+    def __call__(self, row):
+        line = json.dumps(row, sort_keys=True)
+        print(line, flush=True)
+        if self.sink:
+            self.sink.write(line + "\n")
+            self.sink.flush()
+
+    def close(self):
+        if self.sink:
+            self.sink.close()
+
+
+def start_workers(script, pythons):
+    """Workers running `script --worker SIDE` under pythons[SIDE], each asked
+    "ping" (a worker's "ping" handler answers {}). Returns ({side: Worker},
+    {side: why it has none}): a side without a Python, or whose worker cannot
+    start (no GPU, no torch...: its stderr says why)."""
+    workers, missing = {}, {}
+    for side, python in pythons.items():
+        if python is None:
+            missing[side] = f"no Python for the {side} worker (for torch: set AOTIRT_TORCH_PYTHON)"
+            continue
+        worker = Worker(side, [python, script, "--worker", side])
+        try:
+            worker.ask("ping", restart=False)
+        except WorkerError as error:
+            worker.close()
+            missing[side] = str(error)
+            continue
+        workers[side] = worker
+    return workers, missing
+
+
+@contextlib.contextmanager
+def driving(script, pythons, out=None):
+    """(emit, workers, missing) for a driver's run: Rows(out) and
+    start_workers(script, pythons); the workers and the rows' file are closed
+    at the end, whatever happens."""
+    emit = Rows(out)
+    workers, missing = start_workers(script, pythons)
+    try:
+        yield emit, workers, missing
+    finally:
+        for worker in workers.values():
+            worker.close()
+        emit.close()

@@ -22,6 +22,7 @@ every model, and its time per call at most torch's runner's.
 """
 
 import argparse
+import functools
 import json
 import os
 import shutil
@@ -34,9 +35,9 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
-from gpu_timer import GpuTimer, RuntimeEvents, Spinner  # noqa: E402
+from gpu_timer import AotirtClock, TorchClock  # noqa: E402
 from timing import REPS, host_us_per_call, us_per_call  # noqa: E402
-from workers import Worker, WorkerError, serve  # noqa: E402
+from workers import WorkerError, common_arguments, driving, is_quick, serve  # noqa: E402
 
 QUICK_REPS = 3
 BATCH = 20                          # host_us_per_call's batch, as bench.py's runner rows
@@ -84,19 +85,10 @@ class AotirtWorker:
         import aotirt
 
         self.np, self.aotirt = np, aotirt
-        self.stream = aotirt.Stream.shared(0)
-        address = self.stream.__cuda_stream__()[1]
-        self.marker = aotirt.asarray(np.zeros(1, np.float32), device=0)
-        self.note = ""
-        try:
-            spinner = Spinner(0)
-        except Exception as error:  # noqa: BLE001 - timed without it, and said so
-            spinner, self.note = None, f"no spin kernel ({error})"
-        self.figures = Figures(GpuTimer(address, RuntimeEvents(address), spinner), self.wait)
+        self.clock = clock = AotirtClock()
+        self.wait, self.note = clock.wait, clock.note
+        self.figures = Figures(clock.timer, clock.wait)
         self.handle = self.graph = None
-
-    def wait(self):
-        self.aotirt.copy_to_host(self.marker)      # the copy routine: the one wait
 
     def setup(self, request):
         self.teardown(request)
@@ -141,21 +133,11 @@ class TorchWorker:
     def __init__(self):
         import torch
 
-        from ops import TorchEvents
-
         self.torch = torch
-        torch.cuda.init()
-        self.note = ""
-        try:
-            spinner = Spinner(torch.cuda.current_device())
-        except Exception as error:  # noqa: BLE001
-            spinner, self.note = None, f"no spin kernel ({error})"
-        self.figures = Figures(GpuTimer(torch.cuda.current_stream().cuda_stream, TorchEvents(torch), spinner),
-                               self.wait)
+        self.clock = clock = TorchClock()
+        self.wait, self.note = clock.wait, clock.note
+        self.figures = Figures(clock.timer, clock.wait)
         self.calls, self.runners, self.scratch = {}, [], []
-
-    def wait(self):
-        self.torch.cuda.current_stream().synchronize()
 
     def setup(self, request):
         import numpy as np
@@ -173,7 +155,7 @@ class TorchWorker:
             self.scratch.append(scratch)
             try:
                 runner, _so = torch_runner.open_runner(os.path.join(folder, "model.pt2"), scratch, single_threaded)
-                call = (lambda runner: lambda: runner.run(inputs))(runner)
+                call = functools.partial(runner.run, inputs)
                 for _ in range(3):
                     call()
                 self.wait()
@@ -252,46 +234,25 @@ def bench_model(name, folder, workers, reps, quick):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--quick", action="store_true", help="3 rounds, shorter batches (also AOTIRT_BENCH_QUICK=1)")
-    parser.add_argument("--out", help="also append the JSON lines to this file")
+    common_arguments(parser)
     parser.add_argument("--only", default="", help="comma-separated zoo model names")
     parser.add_argument("--cache", help="the models' cache (default: the tests' .cache/aoti)")
-    parser.add_argument("--worker", choices=["aotirt", "torch"], help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker)
         return 0
     from zoo_index import cache_key, default_cache, torch_python, zoo_names
 
-    quick = args.quick or os.environ.get("AOTIRT_BENCH_QUICK") == "1"
+    quick = is_quick(args)
     reps = QUICK_REPS if quick else REPS
-    sink = open(args.out, "a") if args.out else None
-
-    def emit(row):
-        line = json.dumps(row, sort_keys=True)
-        print(line, flush=True)
-        if sink:
-            sink.write(line + "\n")
-            sink.flush()
-
     cache = args.cache or default_cache()
     root = os.path.join(cache, cache_key("cuda"))
     names = [n for n in args.only.split(",") if n] or zoo_names()
-    python = torch_python()
-    workers = {"aotirt": Worker("aotirt", [sys.executable, os.path.abspath(__file__), "--worker", "aotirt"])}
-    if python:
-        workers["torch"] = Worker("torch", [python, os.path.abspath(__file__), "--worker", "torch"])
-    try:
-        for side, worker in list(workers.items()):
-            try:
-                worker.ask("ping")
-            except WorkerError as error:     # it cannot start: its stderr says why
-                if side == "aotirt":
-                    emit({"case": "zoo", "model": "all", "runner": "aotirt", "us_per_call": None,
-                          "note": str(error)})
-                    return 0
-                worker.close()
-                del workers[side]
+    pythons = {"aotirt": sys.executable, "torch": torch_python()}
+    with driving(os.path.abspath(__file__), pythons, args.out) as (emit, workers, missing):
+        if "aotirt" in missing:
+            emit({"case": "zoo", "model": "all", "runner": "aotirt", "us_per_call": None, "note": missing["aotirt"]})
+            return 0
         for name in names:
             folder = os.path.join(root, name)
             if not os.path.exists(os.path.join(folder, "meta.json")):
@@ -301,14 +262,9 @@ def main():
                     emit({"case": "zoo", "model": name, "runner": label, "us_per_call": None, "note": why})
                 continue
             for row in bench_model(name, folder, workers, reps, quick):
-                if "torch" not in workers and row["runner"] in TORCH_RUNNERS:
-                    row["note"] = "no torch worker (no Python with torch, or it failed to start)"
+                if "torch" in missing and row["runner"] in TORCH_RUNNERS:
+                    row["note"] = missing["torch"]
                 emit(row)
-    finally:
-        for worker in workers.values():
-            worker.close()
-        if sink:
-            sink.close()
     return 0
 
 
