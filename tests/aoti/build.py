@@ -17,8 +17,9 @@ unchanged one is taken as it is (compiling takes about a minute per model).
 On CUDA the zoo's folders also get, for the tests' diagnostics:
 expected_exact<i>.npy and meta["tf32_drift"] (float32 models: eager with
 TF32 off, and how far torch's default TF32 convolutions move eager from it),
-and runner<i>.npy (torch's own AOTI runner on the same library, in a
-process of its own; meta["torch_runner"] says "ok" or why not).
+and runner<i>.npy with meta["runner_strides"] (torch's own AOTI runner on
+the same library, in a process of its own; meta["torch_runner"] says "ok"
+or why not).
 
 Each model builds in a subprocess with a time limit (--timeout, default 900
 s, its whole process group killed past it); a failure or a time-out is
@@ -178,6 +179,8 @@ def runner_reference(folder):
         outputs = runner.run(inputs)
     for i, y in enumerate(outputs):
         np.save(os.path.join(folder, f"runner{i}.npy"), to_numpy(y))
+    with open(os.path.join(folder, "runner.json"), "w") as f:
+        json.dump({"strides": [list(y.stride()) for y in outputs]}, f)
     print(f"torch runner: {len(outputs)} outputs", flush=True)
 
 
@@ -253,6 +256,9 @@ def main():
             rc, output = run_limited([sys.executable, __file__, *common, "--runner", name], RUNNER_TIMEOUT_S, env)
             if rc == 0:
                 meta["torch_runner"] = "ok"
+                with open(os.path.join(folder, "runner.json")) as f:
+                    meta["runner_strides"] = json.load(f)["strides"]
+                os.remove(os.path.join(folder, "runner.json"))
             else:
                 lines = output.strip().splitlines() or [""]
                 last = next((l for l in reversed(lines) if l.strip() and not l.startswith(" ")), lines[-1])
