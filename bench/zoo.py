@@ -49,7 +49,8 @@ def counts(est_us, quick):
     """(back-to-back calls, host calls, GPU-timed calls) for a model taking about `est_us` per call."""
     est_us = max(est_us, 1.0)
     calls = max(BATCH, min(2000, int((30_000 if quick else 100_000) / est_us)))
-    gpu_calls = max(5, min(100, int((10_000 if quick else 20_000) / est_us)))
+    # Few enough that a batch's launches fit the launch queue while the spin runs.
+    gpu_calls = max(3, min(100, int((5_000 if quick else 10_000) / est_us)))
     return calls, max(BATCH, calls // BATCH * BATCH), gpu_calls
 
 
