@@ -60,6 +60,12 @@ class Figures:
     def __init__(self, timer, wait):
         self.timer, self.wait = timer, wait
 
+    def size_spin(self, calls):
+        """Learns the host's pace of a new model's calls (untimed batches)."""
+        self.timer.reset()
+        for call in calls:
+            self.timer.us_per_call(call, 3, self.wait)
+
     def measure(self, call, request):
         drain = lambda _result: self.wait()  # noqa: E731
         gpu, bound = self.timer.us_per_call(call, request["gpu_calls"], self.wait)
@@ -112,7 +118,7 @@ class AotirtWorker:
             notes["aotirt graph replay"] = self.note
         except aotirt.AotiError as error:
             notes["aotirt graph replay"] = f"capture failed: {' '.join(str(error).split())[:300]}"
-        self.figures.timer.reset()
+        self.figures.size_spin(self.calls.values())
         return {"est_us": estimate_us(run, self.wait), "notes": notes}
 
     def rep(self, request):
@@ -166,7 +172,7 @@ class TorchWorker:
             self.runners.append(runner)
             self.calls[label] = call
             notes[label] = self.note
-        self.figures.timer.reset()
+        self.figures.size_spin(self.calls.values())
         est = max((estimate_us(call, self.wait) for call in self.calls.values()), default=1.0)
         return {"est_us": est, "notes": notes}
 

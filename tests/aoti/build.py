@@ -192,9 +192,14 @@ def run_limited(command, timeout, env=None):
     try:
         output, _ = proc.communicate(timeout=timeout)
         return proc.returncode, output
-    except subprocess.TimeoutExpired:
+    except subprocess.TimeoutExpired as expired:
         os.killpg(proc.pid, signal.SIGKILL)   # the group we made: the model's process and its compile workers
-        output, _ = proc.communicate()
+        try:
+            output, _ = proc.communicate(timeout=60)
+        except subprocess.TimeoutExpired:     # something outside the group holds the pipe: stop reading
+            proc.wait()
+            output = expired.output or ""
+            output = output.decode(errors="replace") if isinstance(output, bytes) else output
         return None, output + f"\n*** killed after {timeout} s (--timeout)\n"
 
 
@@ -238,6 +243,16 @@ def main():
     os.makedirs(args.cache, exist_ok=True)
 
     def build(name):
+        """None when `name` built, else its name (its log says why)."""
+        try:
+            return build_in_subprocesses(name)
+        except Exception:  # noqa: BLE001 - one model's failure is reported, the others go on
+            with open(os.path.join(args.cache, f"{name}.{args.device}.log"), "a") as f:
+                f.write(f"\n*** build.py failed after compiling {name}:\n{traceback.format_exc()}")
+            print(f"{name}: FAILED after compiling:\n{traceback.format_exc()}", flush=True)
+            return name
+
+    def build_in_subprocesses(name):
         start = time.time()
         folder = os.path.join(root, name)
         log = os.path.join(args.cache, f"{name}.{args.device}.log")
@@ -260,6 +275,8 @@ def main():
                     meta["runner_strides"] = json.load(f)["strides"]
                 os.remove(os.path.join(folder, "runner.json"))
             else:
+                with open(os.path.join(args.cache, f"{name}.{args.device}.runner.log"), "w") as f:
+                    f.write(output)
                 lines = output.strip().splitlines() or [""]
                 last = next((l for l in reversed(lines) if l.strip() and not l.startswith(" ")), lines[-1])
                 why = "timed out" if rc is None else f"exit status {rc}"
