@@ -67,6 +67,22 @@ def fmt(value, digits=2):
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+OPS_INTRO = ("GPU time per call of aotirt's shim (called through ctypes as a model library calls "
+             "it, in a process without torch) and of torch's op on the same shapes and layouts: CUDA events "
+             "around a batch of calls queued behind a spin kernel, so the events time the GPU's work and "
+             "not the host's launches. aotirt and torch run in two worker processes that take turns, one "
+             "repetition each per round. The attention shim is the one a model library calls where torch's "
+             "dispatcher picks the `torch` backend. Target: within 1.1x of torch; float16 and bfloat16 "
+             "attention at or below torch.")
+
+ZOO_INTRO = ("Real models (tests/aoti/zoo.py) compiled by torch with its default inductor configs "
+             "and link_libtorch=False, run by aotirt (eagerly and as a replayed CUDA graph, the inputs "
+             "copied in) and by torch's AOTIModelContainerRunnerCuda on the same library. `us per call`: "
+             "calls back to back; `host us per call`: batches of 20 drained in between; `GPU us per call`: "
+             "CUDA events around a batch queued behind a spin kernel, the GPU's own time. The two workers "
+             "take turns, one repetition each per round.")
+
+
 def op_status(row):
     """ok, over (its ratio above its target) or failed (not timed)."""
     if row.get("ratio") is None:
@@ -85,15 +101,8 @@ def ops_section(rows):
     ops = [r for r in rows if r["case"] == "op"]
     if not ops:
         return []
-    out = section("ops", "GPU time per call of aotirt's shim (called through ctypes as a model library calls "
-                  "it, in a process without torch) and of torch's op on the same shapes and layouts: CUDA events "
-                  "around a batch of calls queued behind a spin kernel, so the events time the GPU's work and "
-                  "not the host's launches. aotirt and torch run in two worker processes that take turns, one "
-                  "repetition each per round. The attention shim is the one a model library calls where torch's "
-                  "dispatcher picks the `torch` backend. Target: within 1.1x of torch; float16 and bfloat16 "
-                  "attention at or below torch.",
-                  ["op", "model", "shape", "dtype", "aotirt shim", "torch", "aotirt us", "torch us", "ratio",
-                   "target", "", "note"])
+    out = section("ops", OPS_INTRO, ["op", "model", "shape", "dtype", "aotirt shim", "torch", "aotirt us",
+                                      "torch us", "ratio", "target", "", "note"])
     untimed = [r for r in ops if "shape" not in r]
     for row in ops:
         if row in untimed:
@@ -138,13 +147,7 @@ def zoo_section(rows):
     zoo = [r for r in rows if r["case"] == "zoo"]
     if not zoo:
         return []
-    out = section("zoo", "Real models (tests/aoti/zoo.py) compiled by torch with its default inductor configs "
-                  "and link_libtorch=False, run by aotirt (eagerly and as a replayed CUDA graph, the inputs "
-                  "copied in) and by torch's AOTIModelContainerRunnerCuda on the same library. `us per call`: "
-                  "calls back to back; `host us per call`: batches of 20 drained in between; `GPU us per call`: "
-                  "CUDA events around a batch queued behind a spin kernel, the GPU's own time. The two workers "
-                  "take turns, one repetition each per round.",
-                  ["model", "runner", "us per call", "host us per call", "GPU us per call", "note"])
+    out = section("zoo", ZOO_INTRO, ["model", "runner", "us per call", "host us per call", "GPU us per call", "note"])
     untimed = [r for r in zoo if r["model"] == "all"]
     for row in zoo:
         if row in untimed:
