@@ -57,7 +57,8 @@ def model_folder(name, device):
     folder = os.path.join(compiled(device), name)
     if not os.path.exists(os.path.join(folder, "meta.json")):
         log = os.path.join(CACHE, f"{name}.{device}.log")
-        text = open(log).read()[-4000:] if os.path.exists(log) else "(no log)"
+        text = open(log).read()[-4000:] if os.path.exists(log) else \
+            "(no log: not built yet; tests/aoti/build.py prints why)"
         pytest.fail(f"{name} did not compile for {device}:\n{text}")
     with open(os.path.join(folder, "meta.json")) as f:
         return folder, json.load(f)

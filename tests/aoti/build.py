@@ -22,9 +22,11 @@ the same library, in a process of its own; meta["torch_runner"] says "ok"
 or why not).
 
 Each model builds in a subprocess with a time limit (--timeout, default 900
-s, its whole process group killed past it); a failure or a time-out is
-logged with its traceback to DIR/<name>.<device>.log and reported at the end
-without stopping the others. Exits 1 if any model failed.
+s, its whole process group killed past it, and killed too if build.py gets
+SIGTERM or SIGINT); a failure or a time-out is logged with its traceback to
+DIR/<name>.<device>.log and reported at the end without stopping the
+others. --budget S bounds the whole run: what is built by then stays cached
+and a second run builds the rest. Exits 1 if any model failed or was left.
 """
 
 import argparse
@@ -184,13 +186,32 @@ def runner_reference(folder):
     print(f"torch runner: {len(outputs)} outputs", flush=True)
 
 
+_running = set()      # the process groups run_limited started and has not reaped
+_stopping = []        # not empty once SIGTERM or SIGINT came: nothing new starts
+
+
+def _kill_running(signum, _frame):
+    """On SIGTERM/SIGINT: the models' process groups die with this process
+    (they run in sessions of their own, which a signal to ours misses)."""
+    _stopping.append(signum)
+    for pid in list(_running):
+        try:
+            os.killpg(pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+    raise SystemExit(128 + signum)
+
+
 def run_limited(command, timeout, env=None):
     """(returncode or None on time-out, output) of `command` in a process
     group of its own, all of which is killed past `timeout` seconds."""
+    if _stopping:
+        return None, "*** not started: build.py was stopped\n"
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
                             start_new_session=True)
+    _running.add(proc.pid)
     try:
-        output, _ = proc.communicate(timeout=timeout)
+        output, _ = proc.communicate(timeout=max(1.0, timeout))
         return proc.returncode, output
     except subprocess.TimeoutExpired as expired:
         os.killpg(proc.pid, signal.SIGKILL)   # the group we made: the model's process and its compile workers
@@ -200,7 +221,9 @@ def run_limited(command, timeout, env=None):
             proc.wait()
             output = expired.output or ""
             output = output.decode(errors="replace") if isinstance(output, bytes) else output
-        return None, output + f"\n*** killed after {timeout} s (--timeout)\n"
+        return None, output + f"\n*** killed after {timeout:.0f} s (--timeout or --budget)\n"
+    finally:
+        _running.discard(proc.pid)
 
 
 def main():
@@ -210,6 +233,9 @@ def main():
     parser.add_argument("--only", default="", help="comma-separated model names (zoo models build on the CPU too)")
     parser.add_argument("--jobs", type=int, default=4)
     parser.add_argument("--timeout", type=float, default=900, help="seconds per model")
+    parser.add_argument("--budget", type=float, default=None,
+                        help="seconds for the whole run: models not started by then are left for the next run, "
+                             "running ones are stopped at it (what is built stays cached)")
     parser.add_argument("--one", help=argparse.SUPPRESS)
     parser.add_argument("--runner", help=argparse.SUPPRESS)
     parser.add_argument("--archive", help="also pack the cache folder into this .tar.gz")
@@ -252,12 +278,20 @@ def main():
             print(f"{name}: FAILED after compiling:\n{traceback.format_exc()}", flush=True)
             return name
 
+    def remaining():
+        return float("inf") if args.budget is None else args.budget - (time.time() - began)
+
     def build_in_subprocesses(name):
         start = time.time()
+        if remaining() < 30 or _stopping:
+            print(f"{name}: not started (--budget spent or build.py stopped)", flush=True)
+            left.append(name)
+            return None
         folder = os.path.join(root, name)
         log = os.path.join(args.cache, f"{name}.{args.device}.log")
         common = ["--device", args.device, "--cache", args.cache]
-        rc, output = run_limited([sys.executable, __file__, *common, "--one", name], args.timeout, env)
+        rc, output = run_limited([sys.executable, __file__, *common, "--one", name], min(args.timeout, remaining()),
+                                 env)
         if rc != 0:
             why = "timed out" if rc is None else f"exit status {rc}"
             with open(log, "w") as f:
@@ -268,7 +302,8 @@ def main():
         with open(os.path.join(folder, "pending.json")) as f:
             meta = json.load(f)
         if args.device == "cuda" and name in ZOO:
-            rc, output = run_limited([sys.executable, __file__, *common, "--runner", name], RUNNER_TIMEOUT_S, env)
+            rc, output = run_limited([sys.executable, __file__, *common, "--runner", name],
+                                     min(RUNNER_TIMEOUT_S, max(remaining(), 1.0)), env)
             if rc == 0:
                 meta["torch_runner"] = "ok"
                 with open(os.path.join(folder, "runner.json")) as f:
@@ -291,20 +326,25 @@ def main():
               + (f", torch runner {meta['torch_runner']}" if "torch_runner" in meta else "") + ")", flush=True)
         return None
 
-    start = time.time()
+    began, left = time.time(), []
+    signal.signal(signal.SIGTERM, _kill_running)
+    signal.signal(signal.SIGINT, _kill_running)
     with ThreadPoolExecutor(max(1, args.jobs)) as pool:
         failed = [n for n in pool.map(build, todo) if n]
-    print(f"cache: {root} ({len(names) - len(todo)} cached, {len(todo) - len(failed)} built, {len(failed)} failed"
-          f" in {time.time() - start:.0f} s)")
+    built = len(todo) - len(failed) - len(left)
+    print(f"cache: {root} ({len(names) - len(todo)} cached, {built} built, {len(failed)} failed, {len(left)} left"
+          f" in {time.time() - began:.0f} s)")
     if failed:
         print(f"failed: {', '.join(failed)} (logs: {args.cache}/<name>.{args.device}.log)")
+    if left:
+        print(f"left for the next run: {', '.join(left)}")
     if args.archive:
         import tarfile
 
         # Only what tests read: the packages (with their libraries) and the .npy/.json files.
         with tarfile.open(args.archive, "w:gz") as tar:
             tar.add(root, arcname=os.path.relpath(root, args.cache))
-    return 1 if failed else 0
+    return 1 if failed or left else 0
 
 
 if __name__ == "__main__":
