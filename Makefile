@@ -59,6 +59,8 @@ $(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_ker
 		-L$(PKG) -laotirt -Xlinker -rpath,$(PKG) -cudart shared
 
 # On a GPU machine: the C harness and the Python benchmarks, then the report.
+# ops.py and zoo.py set aotirt's shims and the zoo's models (compiled by
+# tests/aoti/build.py) beside torch's; AOTIRT_BENCH_QUICK=1 shortens them.
 # bench.py runs the harness's dispatch case itself, between its own
 # repetitions, so that C and Python dispatch are timed under the same host.
 bench: build
@@ -68,6 +70,8 @@ run-bench: $(HARNESS)
 	$(HARNESS) --models $(PKG)/models --cases pipeline,copy | tee $(RESULTS)
 	$(PY) bench/bench.py --harness $(HARNESS) --out $(RESULTS)
 	$(PY) bench/kernel_times.py --out $(RESULTS)
+	$(PY) bench/ops.py --out $(RESULTS)
+	$(PY) bench/zoo.py --out $(RESULTS)
 	$(PY) bench/report.py $(RESULTS) --command "$(BENCH_COMMAND)" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.
