@@ -7,12 +7,22 @@ Environment:
   AOTIRT_BUILD_JOBS  parallel nvcc/g++ jobs (default: CPU count)
   AOTIRT_SANITIZE    e.g. "address,undefined": build every host part with these
                      sanitizers (make asan; never for a release build)
+  AOTIRT_CUDNN_INCLUDE, AOTIRT_CUDNN_FRONTEND_INCLUDE
+                     the folders with cudnn.h and cudnn_frontend.h (default: the
+                     nvidia-cudnn-cu13/-cu12 and nvidia-cudnn-frontend wheels, then
+                     the CUDA toolkit's and the system's include folders); without
+                     both aotirt builds without cuDNN (CUDA convolutions then fail
+                     with a message saying so); AOTIRT_NVRTC_INCLUDE the folder with
+                     nvrtc.h, which cudnn-frontend includes (default: the toolkit's,
+                     then the nvidia-cuda-nvrtc wheel's)
 """
 
 import os
+import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
@@ -22,7 +32,10 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp",
                 "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
-                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
+                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp",
+                "../shims/libs/dynamic_library.cpp", "../shims/libs/cudnn.cpp"]
+# Headers of the shims outside cuda_src/core that the core's sources include.
+SHIM_HEADER_DIRS = ["shims/libs", "shims/convolution"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
@@ -72,6 +85,58 @@ def cuda_lib_dir(home):
     sys.exit(f"aotirt: libcudart.so was not found under {home}: install the CUDA runtime, or set CUDA_HOME")
 
 
+def _header_dirs(env, relative, fallbacks=()):
+    """Folders that may hold a header: `env`'s value alone when set, else
+    `relative` under each site-packages folder, then `fallbacks`."""
+    if os.environ.get(env):
+        return [os.environ[env]]
+    sites = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")] + [p for p in sys.path if p]
+    dirs = []
+    for d in [os.path.join(site, relative) for site in sites] + list(fallbacks):
+        if d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def _find_header(name, dirs):
+    return next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
+
+
+def find_cudnn(cuda_home):
+    """(include folders, defines) for building the cuDNN shims, or ([], [])
+    with a line saying why aotirt builds without them."""
+    system = [os.path.join(cuda_home, "include"), "/usr/include", "/usr/local/include"]
+    cudnn = _find_header("cudnn.h", _header_dirs("AOTIRT_CUDNN_INCLUDE", os.path.join("nvidia", "cudnn", "include"),
+                                                 system))
+    frontend = _find_header("cudnn_frontend.h", _header_dirs("AOTIRT_CUDNN_FRONTEND_INCLUDE", "include", system))
+    # cudnn-frontend includes NVRTC's header (its experimental engines).
+    nvrtc = _find_header("nvrtc.h", [os.path.join(cuda_home, "include")] +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cu13", "include")) +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cuda_nvrtc", "include")))
+    why = None
+    if not cudnn:
+        why = "cudnn.h not found (pip install nvidia-cudnn-cu13, or set AOTIRT_CUDNN_INCLUDE)"
+    elif not frontend:
+        why = "cudnn_frontend.h not found (pip install nvidia-cudnn-frontend, or set AOTIRT_CUDNN_FRONTEND_INCLUDE)"
+    else:
+        with open(os.path.join(frontend, "cudnn_frontend_version.h")) as f:
+            text = f.read()
+        major, minor = (int(re.search(rf"CUDNN_FRONTEND_{part}_VERSION\s+(\d+)", text).group(1))
+                        for part in ("MAJOR", "MINOR"))
+        if (major, minor) < (1, 13):
+            why = (f"cudnn-frontend {major}.{minor} in {frontend} is older than 1.13 "
+                   "(pip install -U nvidia-cudnn-frontend)")
+        elif not nvrtc and os.path.exists(os.path.join(frontend, "cudnn_frontend", "experimental", "nvrtc_shim.h")):
+            why = "nvrtc.h, which cudnn-frontend includes, not found (pip install nvidia-cuda-nvrtc)"
+    if why:
+        print(f"aotirt: building without cuDNN: {why}; CUDA convolutions will fail saying so", flush=True)
+        return [], []
+    dirs = [d for d in (cudnn, frontend, nvrtc) if d]
+    print(f"aotirt: building with cuDNN (headers: {', '.join(dirs)})", flush=True)
+    flags = [f for d in dirs for f in ("-isystem", d)]
+    return flags, ["AOTIRT_HAVE_CUDNN=1", "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"]
+
+
 def gencode_flags():
     archs = os.environ.get("AOTIRT_CUDA_ARCHS", "80;90").replace(",", ";")
     versions = sorted({int(a.strip().replace("sm_", "")) for a in archs.split(";") if a.strip()})
@@ -118,6 +183,9 @@ class BuildAotirt(build_ext):
         core_dir = os.path.join(ROOT, "cuda_src", "core")
         core_sources = [os.path.join(core_dir, s) for s in CORE_SOURCES]
         core_headers = headers + [os.path.join(core_dir, h) for h in os.listdir(core_dir) if h.endswith(".h")]
+        for d in SHIM_HEADER_DIRS:
+            folder = os.path.join(ROOT, "cuda_src", d)
+            core_headers += [os.path.join(folder, h) for h in os.listdir(folder) if h.endswith(".h")]
         if newer(core, core_sources + core_headers):
             self.build_core(core_sources, core)
 
@@ -156,23 +224,34 @@ class BuildAotirt(build_ext):
             ext.library_dirs.append(package_dir)
         super().run()
 
-    def nvcc_compile(self, source, obj, defines=()):
+    def nvcc_compile(self, source, obj, defines=(), includes=()):
         host = ",".join(["-fPIC", "-fvisibility=hidden", "-Wall", *sanitize_flags()])
         run([self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(),
              "-Xcompiler", host, *[f"-D{d}" for d in defines],
-             "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj])
+             "-I", os.path.join(ROOT, "include"), *includes, "-c", source, "-o", obj])
 
     def build_core(self, sources, target):
         obj_dir = os.path.join(self.build_temp, "core")
         os.makedirs(obj_dir, exist_ok=True)
         objects = [os.path.join(obj_dir, os.path.basename(s) + ".o") for s in sources]
+        cudnn_includes, cudnn_defines = find_cudnn(self.cuda_home)
+        defines = ["AOTIRT_BUILDING_CORE", *cudnn_defines]
         with ThreadPoolExecutor(self.jobs) as pool:
-            for f in [pool.submit(self.nvcc_compile, s, o, ["AOTIRT_BUILDING_CORE"]) for s, o in zip(sources, objects)]:
+            for f in [pool.submit(self.nvcc_compile, s, o, defines, cudnn_includes) for s, o in zip(sources, objects)]:
                 f.result()
+        # Only the C API and the shims are exported. The C++ template
+        # instances the core makes (cudnn-frontend's among them: std
+        # containers of its types) stay inside: with libaotirt loaded
+        # RTLD_GLOBAL, another copy in the process (torch's frontend, of
+        # another version) would otherwise bind to ours.
+        exports = os.path.join(obj_dir, "exports.map")
+        with open(exports, "w") as f:
+            f.write("{\n  global:\n    aoti_torch_*;\n    aotirt_*;\n  local:\n    *;\n};\n")
         # cudart is linked dynamically: the core, the models and any test
         # interposer must all see one CUDA runtime (shared/DESIGN.md).
         run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
-             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so", "-ldl"])
+             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so",
+             "-Xlinker", f"--version-script={exports}", "-ldl"])
 
     @staticmethod
     def sanitize_link():

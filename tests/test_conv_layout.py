@@ -22,6 +22,6 @@ def test_output_layouts_follow_torchs_rules(tmp_path):
     subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
                     "-I", os.path.join(REPO, "cuda_src", "shims", "convolution"),
                     os.path.join(REPO, "tests", "conv_layout_check.cpp"), "-o", exe], check=True)
-    proc = subprocess.run([exe], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run([exe], check=False, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.strip().endswith(" 0 failures"), proc.stdout

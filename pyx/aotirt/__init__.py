@@ -9,7 +9,7 @@ back to it (:func:`copy_to_host`, :meth:`Tensor.numpy`).
 
 from aotirt._errors import AotiError, CudaError
 from aotirt._graph import Graph
-from aotirt._handle import AotiHandle, CudaHandle
+from aotirt._handle import AotiHandle, CudaHandle, set_cudnn_allow_tf32
 from aotirt._stream import Stream, device_count
 from aotirt._tensor import Tensor, asarray, copy_to_host, empty, empty_pinned, from_dlpack
 
@@ -18,7 +18,7 @@ __version__ = "0.1.0"
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
     "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
-    "models",
+    "models", "set_cudnn_allow_tf32",
 ]
 
 
