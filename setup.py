@@ -33,7 +33,8 @@ CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", 
                 "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
                 "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp",
-                "../shims/libs/dynamic_library.cpp", "../shims/libs/cudnn.cpp"]
+                "../shims/libs/dynamic_library.cpp", "../shims/libs/cudnn.cpp",
+                "../shims/convolution/conv_cudnn.cpp", "../shims/convolution/conv_bias.cu"]
 # Headers of the shims outside cuda_src/core that the core's sources include.
 SHIM_HEADER_DIRS = ["shims/libs", "shims/convolution"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
@@ -63,6 +64,7 @@ MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
+    "fallback_ops": ["models/container.cpp", "models/testing/fallback_ops.cpp"],
 }
 CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_graph", "_handle"]
 

@@ -1,8 +1,10 @@
 """cuDNN is opened on first use, never at import (cuda_src/shims/libs/cudnn.cpp):
-where it is looked for, what a failure says, and the TF32 switch. No GPU needed: every
+where it is looked for, what a failure says, the TF32 switch, and the CUDA
+convolution's checks that run before any GPU work. No GPU needed: every
 process that loads or fails to load runs in a subprocess, since a load, or a
 failure, is final for the process."""
 
+import ctypes
 import glob
 import os
 import subprocess
@@ -12,6 +14,7 @@ import pytest
 
 import aotirt
 from helpers import run_python
+from shims_ctypes import H, I32, I64, P, dense, last_error, shim
 
 CORE = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
 LOAD = """
@@ -135,6 +138,24 @@ def test_tf32_switch():
     for value in ("0", "false", "OFF"):
         assert run_python(code, env={"AOTIRT_CUDNN_ALLOW_TF32": value}).stdout.split() == ["0", "1"]
     assert run_python(code, env={"AOTIRT_CUDNN_ALLOW_TF32": "1"}).stdout.split() == ["1", "0"]
+
+
+CUDA_CONV = shim("aoti_torch_cuda_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
+
+
+def test_the_cuda_convolution_checks_its_operands_first():
+    import numpy as np
+
+    x, _ = dense(np.zeros((1, 2, 4, 4), np.float32))
+    w, _ = dense(np.zeros((3, 2, 3, 3), np.float32))
+    one = (I64 * 1)(1)
+    zero = (I64 * 1)(0)
+    out = H()
+    status = CUDA_CONV(x.ptr, w.ptr, None, one, 1, zero, 1, one, 1, 0, zero, 1, 1, ctypes.byref(out))
+    assert status != 0 and not out
+    assert last_error() == "aoti_torch_cuda_convolution: input must be a CUDA tensor on cuda:0, got a CPU tensor"
+    assert CUDA_CONV(None, w.ptr, None, one, 1, zero, 1, one, 1, 0, zero, 1, 1, ctypes.byref(out)) != 0
+    assert "NULL" in last_error()
 
 
 def test_no_cudnn_library_is_linked():
