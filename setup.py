@@ -34,9 +34,10 @@ CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", 
                 "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
                 "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp",
                 "../shims/libs/dynamic_library.cpp", "../shims/libs/cudnn.cpp",
-                "../shims/convolution/conv_cudnn.cpp", "../shims/convolution/conv_bias.cu"]
+                "../shims/convolution/conv_cudnn.cpp", "../shims/convolution/conv_bias.cu",
+                "../shims/attention/sdpa_cudnn.cpp"]
 # Headers of the shims outside cuda_src/core that the core's sources include.
-SHIM_HEADER_DIRS = ["shims/libs", "shims/convolution"]
+SHIM_HEADER_DIRS = ["shims/libs", "shims/convolution", "shims/attention"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
