@@ -136,11 +136,8 @@ std::string describe(const Problem& p) {
 
 // The graph of `p`: one sdpa node, float math.
 void build(const Problem& p, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
-  auto graph = std::make_unique<fe::graph::Graph>();
   const fe::DataType_t io = p.dtype == 15 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
-  graph->set_io_data_type(io)
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto graph = cudnn::new_graph(ctx, io);
   auto tensor = [&](const char* name, int64_t uid, const Shape& s, fe::DataType_t type) {
     return graph->tensor(fe::graph::Tensor_attributes()
                              .set_name(name)

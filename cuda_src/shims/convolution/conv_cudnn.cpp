@@ -176,11 +176,8 @@ std::vector<int64_t> vec(int64_t n, const int64_t* v) { return std::vector<int64
 // convolution; float math; TF32 and down-converting engines deselected as
 // torch deselects them.
 void build(const Spec& s, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
-  auto graph = std::make_unique<fe::graph::Graph>();
   const fe::DataType_t io = data_type(s.dtype);
-  graph->set_io_data_type(io)
-      .set_intermediate_data_type(fe::DataType_t::FLOAT)
-      .set_compute_data_type(fe::DataType_t::FLOAT);
+  auto graph = cudnn::new_graph(ctx, io);
   auto operand = [&](const char* name, int64_t uid, const View& v) {
     return graph->tensor(fe::graph::Tensor_attributes()
                              .set_name(name)

@@ -218,6 +218,10 @@ aotirt_status thread_context(const char* who, int device, cudaStream_t stream, C
   if (!found) {
     std::unique_ptr<Context> made(new Context());
     made->device = device;
+    int major = 0, minor = 0;
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    made->sm_version = major * 10 + minor;
     // Once per thread and device: cuDNN sets up its device state here.
     AOTIRT_TRY(check(who, "cudnnCreate", lib->create(&made->handle)));
     found = made.release();

@@ -63,6 +63,7 @@ struct Cached {
 // plan is executed only with the handle it was built with).
 struct Context {
   int device = 0;
+  int sm_version = 0;  // the device's compute capability, major * 10 + minor
   Handle handle = nullptr;
   std::unordered_map<std::string, std::unique_ptr<Cached>> plans;
 };

@@ -39,6 +39,22 @@ struct GraphPlan : Cached {
   std::string declined;  // empty when built
 };
 
+// A new graph of `io` tensors with float intermediates and math, for the
+// context's device. Its SM version is given, so that the frontend does not
+// ask the device itself (through a CUDA runtime it would open on its own).
+inline std::unique_ptr<fe::graph::Graph> new_graph(const Context& ctx, fe::DataType_t io) {
+  auto graph = std::make_unique<fe::graph::Graph>();
+  graph->set_io_data_type(io)
+      .set_intermediate_data_type(fe::DataType_t::FLOAT)
+      .set_compute_data_type(fe::DataType_t::FLOAT);
+#if CUDNN_FRONTEND_VERSION >= 11900
+  graph->set_sm_version(ctx.sm_version);
+#else
+  (void)ctx;
+#endif
+  return graph;
+}
+
 // Validates `graph` (its tensors and nodes set), lowers it to cuDNN's
 // backend, asks cuDNN's heuristics (mode A, then the fallback list) for
 // engines, drops those with a `deselected` numerical note, and builds the
