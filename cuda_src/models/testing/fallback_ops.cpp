@@ -9,10 +9,23 @@
 // functions do and run on the handle's stream (the thread's current one).
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "../container.h"
 
+// aotirt's thread-local error message (aotirt.h), resolved from the process
+// like the shims: a failing shim's reason goes into this model's own error,
+// which aotirt reports first.
+extern "C" const char* aotirt_last_error_message(void);
+
 namespace model {
+namespace {
+
+void check(AOTITorchError err, const char* call) {
+  if (err != AOTI_TORCH_SUCCESS) fail(std::string(call) + " failed: " + aotirt_last_error_message());
+}
+
+}  // namespace
 
 const Spec& spec() {
   static const Spec s{{"x", "w", "q", "k", "v"}, {"y", "o"}, true};
@@ -22,13 +35,13 @@ const Spec& spec() {
 void run(const Device&, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, void*) {
   const std::array<int64_t, 2> one{1, 1}, zero{0, 0};
   AtenTensorHandle y = nullptr;
-  check_shim(aoti_torch_cuda_convolution(inputs[0].get(), inputs[1].get(), nullptr, one.data(), 2, one.data(), 2,
+  check(aoti_torch_cuda_convolution(inputs[0].get(), inputs[1].get(), nullptr, one.data(), 2, one.data(), 2,
                                          one.data(), 2, 0, zero.data(), 2, 1, &y),
              "aoti_torch_cuda_convolution");
   outputs[0] = Tensor(y);
   AtenTensorHandle o = nullptr, lse = nullptr;
   int64_t max_q = 0, max_k = 0;
-  check_shim(aoti_torch_cuda__scaled_dot_product_flash_attention(
+  check(aoti_torch_cuda__scaled_dot_product_flash_attention(
                  inputs[2].get(), inputs[3].get(), inputs[4].get(), 0.0, 0, 0, nullptr, &o, &lse, nullptr, nullptr,
                  &max_q, &max_k, nullptr, nullptr, nullptr),
              "aoti_torch_cuda__scaled_dot_product_flash_attention");
