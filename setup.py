@@ -11,7 +11,10 @@ Environment:
   AOTIRT_CUDNN_INCLUDE, AOTIRT_CUDNN_FRONTEND_INCLUDE
                      the folders of cudnn.h and cudnn_frontend.h (else those of
                      the installed nvidia-cudnn and nvidia-cudnn-frontend wheels);
-                     with both, the core is built with AOTIRT_HAVE_CUDNN=1
+                     with both, the core is built with AOTIRT_HAVE_CUDNN=1;
+                     AOTIRT_NVRTC_INCLUDE the folder of nvrtc.h, which
+                     cudnn-frontend includes (else the toolkit's, then the
+                     nvidia-cuda-nvrtc wheel's)
 
 Incremental: each object is rebuilt only when it is missing, when its source
 or a header it includes (the compiler's dependency file) is newer, or when its
@@ -20,10 +23,12 @@ when one of its objects is newer or its command changed.
 """
 
 import os
+import re
 import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
 import threading
 from concurrent.futures import ThreadPoolExecutor
 
@@ -65,6 +70,7 @@ TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
     "sdpa": ["models/container.cpp", "models/testing/sdpa.cpp"],
+    "fallback_ops": ["models/container.cpp", "models/testing/fallback_ops.cpp"],
 }
 VERBOSE = os.environ.get("AOTIRT_BUILD_VERBOSE") == "1"
 
@@ -85,6 +91,58 @@ def cuda_lib_dir(home):
         if os.path.exists(os.path.join(home, sub, "libcudart.so")):
             return os.path.join(home, sub)
     sys.exit(f"aotirt: libcudart.so was not found under {home}: install the CUDA runtime, or set CUDA_HOME")
+
+
+def _header_dirs(env, relative, fallbacks=()):
+    """Folders that may hold a header: `env`'s value alone when set, else
+    `relative` under each site-packages folder, then `fallbacks`."""
+    if os.environ.get(env):
+        return [os.environ[env]]
+    sites = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")] + [p for p in sys.path if p]
+    dirs = []
+    for d in [os.path.join(site, relative) for site in sites] + list(fallbacks):
+        if d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def _find_header(name, dirs):
+    return next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
+
+
+def find_cudnn(cuda_home):
+    """(include folders, defines) for building the cuDNN shims, or ([], [])
+    with a line saying why aotirt builds without them."""
+    system = [os.path.join(cuda_home, "include"), "/usr/include", "/usr/local/include"]
+    cudnn = _find_header("cudnn.h", _header_dirs("AOTIRT_CUDNN_INCLUDE", os.path.join("nvidia", "cudnn", "include"),
+                                                 system))
+    frontend = _find_header("cudnn_frontend.h", _header_dirs("AOTIRT_CUDNN_FRONTEND_INCLUDE", "include", system))
+    # cudnn-frontend includes NVRTC's header (its experimental engines).
+    nvrtc = _find_header("nvrtc.h", [os.path.join(cuda_home, "include")] +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cu13", "include")) +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cuda_nvrtc", "include")))
+    why = None
+    if not cudnn:
+        why = "cudnn.h not found (pip install nvidia-cudnn-cu13, or set AOTIRT_CUDNN_INCLUDE)"
+    elif not frontend:
+        why = "cudnn_frontend.h not found (pip install nvidia-cudnn-frontend, or set AOTIRT_CUDNN_FRONTEND_INCLUDE)"
+    else:
+        with open(os.path.join(frontend, "cudnn_frontend_version.h")) as f:
+            text = f.read()
+        major, minor = (int(re.search(rf"CUDNN_FRONTEND_{part}_VERSION\s+(\d+)", text).group(1))
+                        for part in ("MAJOR", "MINOR"))
+        if (major, minor) < (1, 13):
+            why = (f"cudnn-frontend {major}.{minor} in {frontend} is older than 1.13 "
+                   "(pip install -U nvidia-cudnn-frontend)")
+        elif not nvrtc and os.path.exists(os.path.join(frontend, "cudnn_frontend", "experimental", "nvrtc_shim.h")):
+            why = "nvrtc.h, which cudnn-frontend includes, not found (pip install nvidia-cuda-nvrtc)"
+    if why:
+        print(f"aotirt: building without cuDNN: {why}; CUDA convolutions will fail saying so", flush=True)
+        return [], []
+    dirs = [d for d in (cudnn, frontend, nvrtc) if d]
+    print(f"aotirt: building with cuDNN (headers: {', '.join(dirs)})", flush=True)
+    flags = [f for d in dirs for f in ("-isystem", d)]
+    return flags, ["AOTIRT_HAVE_CUDNN=1", "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"]
 
 
 def gencode_flags():
@@ -114,37 +172,6 @@ def _search_paths():
     except AttributeError:  # virtualenv's old site.py
         pass
     return [p for i, p in enumerate(paths) if p and os.path.isdir(p) and p not in paths[:i]]
-
-
-def _find_header(env, header, subdir, package):
-    """(folder of `header`, None) or (None, why not): $env when set, else
-    `subdir` of the first search path that has it."""
-    configured = os.environ.get(env)
-    if configured:
-        if not os.path.isfile(os.path.join(configured, header)):
-            sys.exit(f"aotirt: {env}={configured} has no {header}")
-        return configured, None
-    for path in _search_paths():
-        folder = os.path.join(path, subdir)
-        if os.path.isfile(os.path.join(folder, header)):
-            return folder, None
-    return None, f"no {header} (pip install {package}, or set {env} to its folder)"
-
-
-def cudnn_include_dirs():
-    """The include folders of cuDNN (the nvidia-cudnn wheel's nvidia/cudnn/include,
-    or AOTIRT_CUDNN_INCLUDE) and of cudnn-frontend (the nvidia-cudnn-frontend
-    wheel's site-packages/include, or AOTIRT_CUDNN_FRONTEND_INCLUDE): both, or
-    [] when either is missing. Says which in one line."""
-    cudnn, no_cudnn = _find_header("AOTIRT_CUDNN_INCLUDE", "cudnn.h", os.path.join("nvidia", "cudnn", "include"),
-                                   "nvidia-cudnn-cu13")
-    frontend, no_frontend = _find_header("AOTIRT_CUDNN_FRONTEND_INCLUDE", "cudnn_frontend.h", "include",
-                                         "nvidia-cudnn-frontend")
-    if cudnn and frontend:
-        print(f"aotirt: cuDNN support: built (cudnn.h in {cudnn}, cudnn_frontend.h in {frontend})", flush=True)
-        return [cudnn, frontend]
-    print(f"aotirt: cuDNN support: not built: {'; '.join(w for w in (no_cudnn, no_frontend) if w)}", flush=True)
-    return []
 
 
 # ---- steps: compiles, links, commands; each run only when out of date --------
@@ -284,11 +311,11 @@ class BuildAotirt(build_ext):
 
     # -- commands --
 
-    def nvcc_compile(self, source, obj, defines=(), include=()):
+    def nvcc_compile(self, source, obj, defines=(), include=(), extra=()):
         host = ",".join(["-fPIC", "-fvisibility=hidden", "-Wall", *sanitize_flags()])
         return [self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(), "-Xcompiler", host,
                 *[f"-D{d}" for d in defines], "-I", os.path.join(ROOT, "include"),
-                *[f for d in include for f in ("-I", d)], "-c", source, "-o", obj]
+                *[f for d in include for f in ("-I", d)], *extra, "-c", source, "-o", obj]
 
     def nvcc_link(self, objects, target, extra=()):
         # cudart is linked dynamically: the core, the models and any test
@@ -306,17 +333,23 @@ class BuildAotirt(build_ext):
         defines = ["AOTIRT_BUILDING_CORE"]
         # The core's files include each other as "runtime/x.h" and "shims/x.h".
         include = [SRC]
-        cudnn = cudnn_include_dirs()
-        if cudnn:
-            defines.append("AOTIRT_HAVE_CUDNN=1")
-            include += cudnn
+        cudnn_flags, cudnn_defines = find_cudnn(self.cuda_home)
+        defines += cudnn_defines
         objects = []
         for source in sources:
             obj = os.path.join(self.objects, "core", _relative(source) + ".o")
-            objects.append(builder.compile(f"nvcc {_relative(source)}", self.nvcc_compile(source, obj, defines, include),
-                                           obj, source))
-        builder.link("link libaotirt.so", self.nvcc_link(objects, target, ["-Xlinker", "-soname,libaotirt.so", "-ldl"]),
-                     [target], objects)
+            cmd = self.nvcc_compile(source, obj, defines, include, cudnn_flags)
+            objects.append(builder.compile(f"nvcc {_relative(source)}", cmd, obj, source))
+        # Only the C API and the shims are exported. The C++ template
+        # instances the core makes (cudnn-frontend's among them) stay inside:
+        # with libaotirt loaded RTLD_GLOBAL, another copy in the process
+        # (torch's frontend, of another version) would otherwise bind to ours.
+        exports = os.path.join(self.objects, "core", "exports.map")
+        os.makedirs(os.path.dirname(exports), exist_ok=True)
+        with open(exports, "w") as f:
+            f.write("{\n  global:\n    aoti_torch_*;\n    aotirt_*;\n  local:\n    *;\n};\n")
+        link = ["-Xlinker", "-soname,libaotirt.so", "-Xlinker", f"--version-script={exports}", "-ldl"]
+        builder.link("link libaotirt.so", self.nvcc_link(objects, target, link), [target], objects)
 
     # -- the example models --
 

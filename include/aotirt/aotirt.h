@@ -225,6 +225,28 @@ AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, 
 // the process.
 AOTIRT_API aotirt_status aotirt_cublas_load(void);
 
+// ---- optional libraries (cuBLAS, cuDNN) ---------------------------------------
+// The site-packages folders (colon-separated absolute paths) in which the
+// loaders look for pip wheels' copies of the optional libraries, e.g.
+// <dir>/nvidia/cudnn/lib/libcudnn.so.9, after the folder above libaotirt.so's.
+// Python registers sys.path once, before its first handle opens. Replaces
+// what an earlier call set; NULL or "" clears it.
+AOTIRT_API aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths);
+// Opens the optional library `name` ("cublas" or "cudnn") now, as the shims
+// that need it otherwise do on their first call, and gives the path of the
+// file loaded (valid for the life of the process). cuDNN: AOTIRT_CUDNN, a
+// full path, is tried alone when set; else the pip wheel's copy
+// (nvidia-cudnn-cu13 or -cu12), else the system's libcudnn.so.9. Needs no GPU.
+// On failure (AOTIRT_ERROR_AOTI) the message names every file tried and how
+// to install the library. A failure is final for the process.
+AOTIRT_API aotirt_status aotirt_load_optional_library(const char* name, const char** path_out);
+// Whether float32 CUDA convolutions may use TF32 tensor cores (cuDNN), as
+// torch.backends.cudnn.allow_tf32 says for torch: allowed by default, unless
+// the environment has AOTIRT_CUDNN_ALLOW_TF32=0. Applies to plans built
+// afterwards (plans are cached per setting).
+AOTIRT_API aotirt_status aotirt_set_cudnn_allow_tf32(int allow);
+AOTIRT_API int aotirt_cudnn_allow_tf32(void);
+
 // ---- handles -----------------------------------------------------------------
 // The strong undefined symbols of a shared library that start with `prefix`
 // (read from its ELF symbol table, without loading it), one per line, in a

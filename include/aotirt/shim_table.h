@@ -79,6 +79,7 @@ AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_cudnn_attention,        "attenti
 AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_flash_attention,        "attention",    "cuda")
 AOTIRT_SHIM(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu, "attention",    "cpu")
 AOTIRT_SHIM(aoti_torch_cpu_convolution,                                 "convolution",  "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_convolution,                                "convolution",  "cuda")
 AOTIRT_SHIM(aoti_torch_cpu_cumsum,                                      "scan",         "cpu")
 
 #undef AOTIRT_SHIM

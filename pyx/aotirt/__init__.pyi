@@ -13,7 +13,7 @@ __version__: str
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
     "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
-    "models",
+    "models", "set_cudnn_allow_tf32",
 ]
 
 _H = TypeVar("_H", bound="AotiHandle")
@@ -174,6 +174,7 @@ class Graph:
     ) -> None: ...
 
 def device_count() -> int: ...
+def set_cudnn_allow_tf32(flag: bool) -> None: ...
 def asarray(obj: _InputLike, device: _DeviceLike = ..., stream: Optional[_StreamLike] = ...,
             dtype: Optional[_DTypeLike] = ...) -> Tensor: ...
 def load(path: Union[str, os.PathLike[str]], device: Optional[_DeviceLike] = ..., *,

@@ -133,6 +133,9 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
 
     aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names)
+    aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths)
+    aotirt_status aotirt_load_optional_library(const char* name, const char** path_out)
+    aotirt_status aotirt_set_cudnn_allow_tf32(int allow)
     aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
                                      aotirt_stream* stream, aotirt_handle** out)
     size_t aotirt_handle_num_inputs(const aotirt_handle* h)

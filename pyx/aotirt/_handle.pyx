@@ -5,17 +5,20 @@ _graph; nothing of aotirt cimports it.
 """
 
 import os
+import sys
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, uint8_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
-    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close, aotirt_handle_free,
-    aotirt_handle_input_name, aotirt_handle_is_closed, aotirt_handle_num_inputs, aotirt_handle_num_outputs,
-    aotirt_handle_open, aotirt_handle_output_name, aotirt_handle_run, aotirt_handle_stream,
-    aotirt_handle_update_constants_from_blob, aotirt_library_undefined_symbols, aotirt_status, aotirt_stream,
-    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_free,
+    AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
+    aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
+    aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
+    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
+    aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
+    aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
+    aotirt_tensor_free,
 )
 from aotirt._convert cimport INLINE_ARGS, gather_inputs
 from aotirt._device cimport device_name, parse_device
@@ -36,6 +39,42 @@ def library_undefined_symbols(path, prefix=""):
     cdef const char* names = NULL
     check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
     return names.decode().split()
+
+
+def load_optional_library(name):
+    """Opens the optional library `name` ("cublas" or "cudnn") now, as the
+    shims that need it do on their first call; returns the file loaded.
+
+    Raises AotiError naming every file tried, and how to install it.
+    """
+    _register_wheel_dirs()
+    cdef bytes c_name = name.encode()
+    cdef const char* path = NULL
+    check(aotirt_load_optional_library(c_name, &path))
+    return os.fsdecode(path)
+
+
+def set_cudnn_allow_tf32(flag):
+    """Whether float32 CUDA convolutions may use TF32 tensor cores, as
+    ``torch.backends.cudnn.allow_tf32`` (True by default, and here unless
+    ``AOTIRT_CUDNN_ALLOW_TF32=0``). Convolutions planned afterwards follow it.
+    """
+    check(aotirt_set_cudnn_allow_tf32(1 if flag else 0))
+
+
+cdef bint _wheel_dirs_registered = False
+
+
+cdef _register_wheel_dirs():
+    # The site-packages folders where the cuDNN loader looks for a pip
+    # wheel's copy (nvidia/cudnn/lib/libcudnn.so.9): strings only, nothing
+    # is opened or looked at until a shim needs cuDNN.
+    global _wheel_dirs_registered
+    if _wheel_dirs_registered:
+        return
+    dirs = os.pathsep.join(os.path.abspath(p) for p in sys.path if p and os.pathsep not in p)
+    check(aotirt_set_wheel_dirs(os.fsencode(dirs)))
+    _wheel_dirs_registered = True
 
 
 cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
@@ -95,6 +134,7 @@ cdef class AotiHandle:
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
 
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
+        _register_wheel_dirs()
         self.path = os.fspath(path)
         cdef bytes encoded = os.fsencode(self.path)
         cdef const char* c_path = encoded

@@ -22,6 +22,7 @@
 #include "runtime/tensor.h"
 #include "shims/attention/sdpa.h"
 #include "shims/attention/sdpa_cublas.h"
+#include "shims/attention/sdpa_cudnn.h"
 #include "shims/shim_helpers.h"
 
 namespace aotirt {
@@ -253,9 +254,13 @@ aotirt_status compute(Problem& p, const Tensor* const* inputs, int n_inputs, con
   AOTIRT_TRY(stream_for_device(out.storage->device_index, &stream));
   for (int i = 0; i < n_inputs; ++i)
     if (inputs[i]) AOTIRT_TRY(use_on(*inputs[i], stream.get()));
-  // float32: cuBLAS GEMMs around a softmax kernel where they take the problem.
+  // The CUDA paths, each taking what it can (pure checks, no hot-path
+  // logging): float16/bfloat16 on cuDNN's fused attention (sdpa_cudnn.h),
+  // float32 on cuBLAS GEMMs around a softmax kernel (sdpa_cublas.h), then the
+  // straightforward kernel (sdpa_kernel.cu) for everything else.
+  if (attention::cudnn_takes(p)) return attention::run_cudnn(p, stream.get());
   if (attention::cublas_takes(p)) return attention::run_cublas(p, stream.get());
-  attention::log_path(p, "the straightforward kernel (attention.cu)");
+  attention::log_path(p, "the straightforward kernel (sdpa_kernel.cu)");
   return attention::run_cuda(p, stream.get());
 }
 
@@ -329,7 +334,6 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2, AtenTensorHandle* ret3, int64_t* ret4,
     int64_t* ret5, AtenTensorHandle* ret6, AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
   const char* name = "aoti_torch_cuda__scaled_dot_product_cudnn_attention";
-  (void)compute_log_sumexp;  // the logsumexp output exists either way; computing it costs nothing extra
   return aotirt::shim(name, [&] {
     Tensor* bias = aotirt::optional_tensor(attn_bias);
     Problem p;
@@ -352,7 +356,9 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
     if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
     const Tensor* inputs[4] = {query, key, value, bias};
-    AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, lse.get()));
+    // The logsumexp tensor exists either way (torch's meta makes it); it is
+    // computed only when asked for and wanted.
+    AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, compute_log_sumexp && ret1 ? lse.get() : nullptr));
     aotirt::hand_out(out, ret0);
     aotirt::hand_out(lse, ret1);
     aotirt::hand_out(cum_q, ret2);
@@ -401,7 +407,7 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &unused));
     if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));  // torch.empty(0, dtype=query.dtype)
     const Tensor* inputs[3] = {query, key, value};
-    AOTIRT_TRY(aotirt::compute(p, inputs, 3, *out, lse.get()));
+    AOTIRT_TRY(aotirt::compute(p, inputs, 3, *out, ret1 ? lse.get() : nullptr));  // computed when wanted
     aotirt::hand_out(out, ret0);
     aotirt::hand_out(lse, ret1);
     aotirt::hand_out(cum_q, ret2);

@@ -1,9 +1,13 @@
 #include "shims/libs/dynamic_library.h"
 
+#include "runtime/entry.h"
+
 #include <dlfcn.h>
 #include <link.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <mutex>
 
 namespace aotirt {
 namespace libs {
@@ -47,7 +51,28 @@ std::vector<std::string> versioned(const LibrarySpec& spec) {
   return names;
 }
 
+std::mutex& registered_mutex() {
+  static std::mutex* m = new std::mutex();  // never destroyed: loads may run during exit
+  return *m;
+}
+
+std::vector<std::string>& registered_dirs() {
+  static std::vector<std::string>* dirs = new std::vector<std::string>();
+  return *dirs;
+}
+
 }  // namespace
+
+std::string file_of(const void* symbol) {
+  Dl_info info{};
+  if (!symbol || !dladdr(symbol, &info) || !info.dli_fname) return "";
+  char* resolved = realpath(info.dli_fname, nullptr);
+  std::string file = resolved ? resolved : info.dli_fname;
+  std::free(resolved);
+  return file;
+}
+
+void register_wheel_dirs(std::vector<std::string> dirs);
 
 std::vector<std::string> site_packages_dirs() {
   std::vector<std::string> dirs;
@@ -55,7 +80,14 @@ std::vector<std::string> site_packages_dirs() {
   if (dladdr(reinterpret_cast<const void*>(&site_packages_dirs), &self) && self.dli_fname)
     add_unique(&dirs, site_packages_of(self.dli_fname));
   dl_iterate_phdr(&collect_site_packages, &dirs);
+  std::lock_guard<std::mutex> lock(registered_mutex());
+  for (const std::string& dir : registered_dirs()) add_unique(&dirs, dir);
   return dirs;
+}
+
+void register_wheel_dirs(std::vector<std::string> dirs) {
+  std::lock_guard<std::mutex> lock(registered_mutex());
+  registered_dirs() = std::move(dirs);
 }
 
 std::vector<std::string> candidates(const LibrarySpec& spec, bool* from_env) {
@@ -94,7 +126,7 @@ void* open_first(const LibrarySpec& spec, const Accept& accept, std::string* pat
   if (from_env) {
     *error = spec.name + " could not be loaded from " + spec.env_var + "=" + files[0] + " (" + listing(reasons, "; ", "; ") +
              "). Set " + spec.env_var + " to " + full_path + ", or unset it to search " + listing(spec.sonames) +
-             " (the pip wheels' copies first)";
+             " (the pip wheels' copies first). " + spec.install_hint;
   } else {
     *error = spec.name + " could not be loaded; tried " + listing(files) + " (" + listing(reasons, "; ", "; ") + "). " +
              spec.install_hint + "; or set " + spec.env_var + " to " + full_path;
@@ -104,3 +136,21 @@ void* open_first(const LibrarySpec& spec, const Accept& accept, std::string* pat
 
 }  // namespace libs
 }  // namespace aotirt
+
+extern "C" AOTIRT_API aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths) {
+  AOTIRT_ENTRY();
+  std::vector<std::string> dirs;
+  const std::string rest = colon_separated_paths ? colon_separated_paths : "";
+  size_t start = 0;
+  while (start <= rest.size()) {
+    size_t end = rest.find(':', start);
+    if (end == std::string::npos) end = rest.size();
+    std::string dir = rest.substr(start, end - start);
+    while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+    // Absolute folders only: a relative one would depend on the working directory.
+    if (!dir.empty() && dir[0] == '/' && std::find(dirs.begin(), dirs.end(), dir) == dirs.end()) dirs.push_back(dir);
+    start = end + 1;
+  }
+  aotirt::libs::register_wheel_dirs(std::move(dirs));
+  return AOTIRT_OK;
+}

@@ -8,7 +8,9 @@
 // 2. the pip wheels' copies (nvidia-cublas and the like) under each
 //    site-packages folder of the process, found without Python: the folders
 //    that loaded libraries live in (libaotirt's own first, then numpy's,
-//    cuda-bindings', ... in load order);
+//    cuda-bindings', ... in load order), then those the Python side
+//    registered with aotirt_set_wheel_dirs (an editable install's libaotirt
+//    lies outside site-packages, and nothing of a wheel may be loaded yet);
 // 3. the sonames, through the dynamic linker (libaotirt's RUNPATH holds the
 //    CUDA toolkit's lib directory).
 // Each is opened RTLD_NOW | RTLD_LOCAL (its symbols must not take part in
@@ -38,8 +40,11 @@ struct LibrarySpec {
 };
 
 // The site-packages (or dist-packages) folders that loaded libraries live
-// in, libaotirt's own first.
+// in, libaotirt's own first, then those registered by aotirt_set_wheel_dirs.
 std::vector<std::string> site_packages_dirs();
+
+// The file a loaded symbol comes from (dladdr, resolved), or "" when unknown.
+std::string file_of(const void* symbol);
 
 // The files to try for `spec`, in order (see above); `from_env` tells
 // whether the environment variable chose the one candidate.
