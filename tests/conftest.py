@@ -1,6 +1,11 @@
 """GPU tests carry @pytest.mark.gpu: skipped with a reason where there is no
 GPU, and with AOTIRT_REQUIRE_GPU=1 any skip at all fails the run, so a GPU
-runner can never pass by skipping."""
+runner can never pass by skipping.
+
+Tests marked `without_system_cublas` check what a user without any cuBLAS
+sees (the loader's message); where the dynamic linker finds one (a GPU
+machine with the toolkit) their premise is false, and they are deselected,
+with a line saying so, rather than skipped."""
 
 import os
 
@@ -15,7 +20,27 @@ def _gpu_count():
     return aotirt.device_count()
 
 
+def _system_cublas():
+    """The cuBLAS aotirt's loader finds here, or None."""
+    import ctypes
+
+    import aotirt
+
+    lib = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))
+    path = ctypes.c_char_p()
+    lib.aotirt_load_optional_library.restype = ctypes.c_int
+    if lib.aotirt_load_optional_library(b"cublas", ctypes.byref(path)) != 0:
+        return None
+    return (path.value or b"").decode() or "cuBLAS"
+
+
 def pytest_collection_modifyitems(config, items):
+    needs_none = [item for item in items if "without_system_cublas" in item.keywords]
+    found = _system_cublas() if needs_none else None
+    if found:
+        items[:] = [item for item in items if item not in needs_none]
+        config.hook.pytest_deselected(items=needs_none)
+        print(f"\ndeselected {len(needs_none)} test(s) about a machine without cuBLAS: this one has {found}")
     if _gpu_count() > 0:
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU (aotirt.device_count() is 0)")

@@ -61,14 +61,16 @@ def size_id(s):
     return "B{}H{}L{}S{}E{}Ev{}Hk{}".format(*s)
 
 
+# flash attention takes one head size for queries and values: no case of it
+# with two.
+OP_SIZES = [(op, s) for op in ("efficient", "cudnn", "flash") for s in SIZES if op != "flash" or s[4] == s[5]]
+
+
 @pytest.mark.parametrize("dtype", DTYPES)
 @pytest.mark.parametrize("causal", [False, True], ids=["full", "causal"])
-@pytest.mark.parametrize("sizes", SIZES, ids=size_id)
-@pytest.mark.parametrize("op", ["efficient", "cudnn", "flash"])
+@pytest.mark.parametrize(("op", "sizes"), OP_SIZES, ids=[f"{op}-{size_id(s)}" for op, s in OP_SIZES])
 def test_matches_numpy(op, sizes, causal, dtype):
     B, H_, L, S, E, Ev, Hk = sizes
-    if op == "flash" and E != Ev:
-        pytest.skip("flash attention takes one head size")
     rng = np.random.default_rng(10)
     (q, qr), (k, kr), (v, vr) = inputs(rng, dtype, B, H_, L, S, E, Ev, Hk=Hk)
     result = CALLS[op](q, k, v, causal=causal).ok()
