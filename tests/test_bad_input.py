@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import aotirt
-from helpers import cuda_error_without_gpu
+from helpers import cuda_error_without_gpu, run_python
 
 
 @pytest.fixture
@@ -303,3 +303,55 @@ def test_library_needing_missing_shims_names_every_one(tmp_path):
     assert "needs 2 aoti_torch_* function(s) that aotirt does not implement" in message
     assert "aoti_torch_frobnicate" in message and "aoti_torch_missing_op" in message
     assert "aoti_torch_empty_strided" not in message
+
+
+# ---- sizes and bounds from users: overflow-safe checks in the core --------
+
+NARROW_CASES = [
+    # (dim, start, length): each once made a view outside the buffer, or a
+    # shape of 2**62 elements, because start + length overflowed int64.
+    (0, 2**63 - 1, 1),
+    (0, 1, 2**62),
+    (0, 3, 2**63 - 1),
+    (0, -1, 1),
+    (0, 0, -1),
+    (0, 7, 0),
+    (1, 0, 1),
+    (-2, 0, 1),
+]
+
+
+@pytest.mark.parametrize("dim, start, length", NARROW_CASES)
+def test_narrow_out_of_bounds_is_refused_in_a_subprocess(dim, start, length):
+    # In a subprocess: before the fix, reading the view crashed the interpreter.
+    proc = run_python(
+        "import aotirt, numpy as np\n"
+        "t = aotirt.asarray(np.arange(6, dtype=np.float32))\n"
+        "try:\n"
+        f"    v = t.narrow({dim}, {start}, {length})\n"
+        "    print('made', v.shape, v.numpy().sum())\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ValueError: narrow: "), proc.stdout
+
+
+def test_chained_narrows_stay_inside_the_buffer():
+    t = aotirt.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    view = t.narrow(1, 1, 2).narrow(0, 2, 1)
+    np.testing.assert_array_equal(view.numpy(), [[9, 10]])
+    with pytest.raises(ValueError, match="outside dimension 1 of size 2"):
+        view.narrow(1, 2**63 - 1, 2)
+    with pytest.raises(ValueError, match="outside dimension 0 of size 1"):
+        view.narrow(0, 1, 1)
+    assert view.narrow(0, 1, 0).shape == (0, 2)     # start == size, length 0: allowed, as in torch
+    assert view.narrow(-1, 0, 1).shape == (1, 1)    # negative dims count from the end
+
+
+@pytest.mark.parametrize("shape, dtype", [((2**62,), "float32"), ((2**31, 2**31, 4), "int8"), ((2**30, 2**30, 4), "int16"),
+                                         ((2**61,), "float64")])
+def test_allocation_sizes_that_overflow_are_refused(shape, dtype):
+    # numel fits in int64 but numel * itemsize does not: this once wrapped to
+    # a tiny allocation, which writes then overran.
+    with pytest.raises(ValueError, match="more (bytes|elements) than fit in int64"):
+        aotirt.empty(shape, dtype)

@@ -293,6 +293,13 @@ aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes
   t->storage_offset = storage_offset;
   t->dtype = dtype;
   t->stream = std::move(stream);
+  size_t extent = 0;
+  if (storage_offset < 0 || !t->extent_bytes_checked(&extent)) {
+    delete t;
+    return fail(AOTIRT_ERROR_VALUE, storage_offset < 0 ? "the tensor's storage offset is negative"
+                                                       : "the tensor's sizes and strides span more bytes than fit "
+                                                         "in int64");
+  }
   *out = t;
   return AOTIRT_OK;
 }
@@ -332,6 +339,24 @@ bool AtenTensorOpaque::is_contiguous() const {
 void* AtenTensorOpaque::data() const {
   if (!storage || !storage->data) return nullptr;
   return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(itemsize());
+}
+
+bool AtenTensorOpaque::extent_bytes_checked(size_t* out) const {
+  *out = 0;
+  if (numel() == 0) return true;
+  int64_t last = storage_offset;
+  for (int64_t d = 0; d < ndim; ++d) {
+    int64_t step = 0;
+    if (strides[d] <= 0) continue;  // only reaches below the first element
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last))
+      return false;
+  }
+  int64_t bytes = 0;
+  if (__builtin_add_overflow(last, int64_t{1}, &last) ||
+      __builtin_mul_overflow(last, static_cast<int64_t>(itemsize()), &bytes))
+    return false;
+  *out = static_cast<size_t>(bytes);
+  return true;
 }
 
 size_t AtenTensorOpaque::extent_bytes() const {

@@ -94,6 +94,10 @@ struct AtenTensorOpaque {
   // Bytes from the first element's address to one past the furthest element.
   // Requires non-negative strides.
   size_t extent_bytes() const;
+  // False when the bytes from the storage's start (offset included) to one
+  // past the furthest element do not fit in int64; make_tensor refuses such
+  // views, so extent_bytes() cannot overflow on a tensor that exists.
+  bool extent_bytes_checked(size_t* out) const;
 };
 
 namespace aotirt {
