@@ -201,6 +201,9 @@ AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t di
   return AOTIRT_OK;
 }
 
+AOTIRT_API void aotirt_tensor_mark_read_only(aotirt_tensor* t) { t->storage->read_only = true; }
+AOTIRT_API bool aotirt_tensor_is_read_only(const aotirt_tensor* t) { return t->storage->read_only; }
+
 AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out) {
   Tensor* copy = alias(*t);
   if (!copy) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
@@ -274,7 +277,9 @@ AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVers
     return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor has version " + std::to_string(managed->version.major) + "." +
                                         std::to_string(managed->version.minor) + "; aotirt reads version " +
                                         std::to_string(DLPACK_MAJOR_VERSION) + ".x");
-  return from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensorVersioned>, managed, out);
+  AOTIRT_TRY(from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensorVersioned>, managed, out));
+  if (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) (*out)->storage->read_only = true;
+  return AOTIRT_OK;
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out) {

@@ -5,6 +5,7 @@
 #include <new>
 #include <utility>
 
+#include "copy.h"
 #include "elf_check.h"
 #include "errors.h"
 
@@ -56,6 +57,32 @@ aotirt_status check_shims_available(const std::string& path) {
   if (count == 0) return AOTIRT_OK;
   return fail(AOTIRT_ERROR_AOTI, path + " needs " + std::to_string(count) +
                                      " aoti_torch_* function(s) that aotirt does not implement: " + missing);
+}
+
+// What a model gets for an input that wraps read-only memory: a private,
+// contiguous copy (on `on`, already ordered after the input's producer), never
+// the memory itself. AOTInductor writes in place into the inputs an exported
+// program mutates (x.add_(1) compiles to a kernel that stores through the
+// input's pointer), and nothing a library exports says which inputs those are.
+aotirt_status private_copy(const Tensor& input, Stream* on, Tensor** out) {
+  const Storage& source = *input.storage;
+  StreamRef stream = on ? StreamRef::share(on) : StreamRef();
+  StorageRef storage;
+  AOTIRT_TRY(allocate_storage(static_cast<size_t>(input.numel()) * input.itemsize(), source.device_type,
+                              source.device_index, stream, &storage));
+  Tensor* copy = nullptr;
+  AOTIRT_TRY(make_tensor(std::move(storage), input.ndim, input.sizes, nullptr, 0, input.dtype, stream, &copy));
+  aotirt_status status = AOTIRT_OK;
+  if (source.device_type == AOTIRT_DEVICE_CPU)
+    copy_host_to_host(*copy, input);
+  else
+    status = copy_device_to_device(*copy, input, on);
+  if (status != AOTIRT_OK) {
+    delete copy;
+    return status;
+  }
+  *out = copy;
+  return AOTIRT_OK;
 }
 
 std::string directory_of(const std::string& path) {
@@ -209,7 +236,9 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
     } else {
       status = order_input(input, on);
     }
-    if (status == AOTIRT_OK) {
+    if (status == AOTIRT_OK && storage.read_only) {
+      status = private_copy(input, on, &aliases[i]);
+    } else if (status == AOTIRT_OK) {
       aliases[i] = alias(input);
       if (!aliases[i]) status = fail(AOTIRT_ERROR_MEMORY, "out of host memory");
     }

@@ -317,6 +317,17 @@ aotirt_status use_on(const Tensor& t, Stream* user) {
   return AOTIRT_OK;
 }
 
+aotirt_status check_writable(const Tensor& t, const std::string& what) {
+  if (!t.storage || !t.storage->read_only) return AOTIRT_OK;
+  std::string shape = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return fail(AOTIRT_ERROR_VALUE, what + " (" + dtype_name(t.dtype) + " " + shape + "]" +
+                                      (t.storage->device_type == AOTIRT_DEVICE_CPU ? " on cpu" : " on cuda:" +
+                                       std::to_string(t.storage->device_index)) +
+                                      ") wraps read-only memory, which aotirt never writes: copy it into a "
+                                      "writable tensor first");
+}
+
 }  // namespace aotirt
 
 int64_t AtenTensorOpaque::numel() const {

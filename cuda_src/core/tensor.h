@@ -4,6 +4,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "aotirt/aotirt.h"
@@ -36,6 +37,10 @@ struct Storage : RefCounted {
   void (*release)(void*) = nullptr;
   void* release_ctx = nullptr;
   Ref<GraphMemory> graph_memory;  // Owner::Graph only
+  // Memory nobody may write through aotirt: an immutable buffer (bytes, a
+  // numpy array with writeable=False, a read-only DLPack tensor). Set when
+  // the memory is wrapped, shared by every alias, never cleared.
+  bool read_only = false;
 
   ~Storage();
 
@@ -116,4 +121,8 @@ Tensor* alias(const Tensor& t);
 // (whichever the owner: pool, borrowed or graph) waits for `user` as well.
 // No host wait.
 aotirt_status use_on(const Tensor& t, Stream* user);
+
+// AOTIRT_ERROR_VALUE when `t` wraps read-only memory: `what` names the
+// write ("copy_: the destination"), the message adds the tensor.
+aotirt_status check_writable(const Tensor& t, const std::string& what);
 }  // namespace aotirt

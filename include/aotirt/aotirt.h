@@ -95,6 +95,13 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_host(
     void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides,
     int32_t dtype, void (*release)(void*), void* release_ctx,
     aotirt_tensor** out);
+// Marks the memory of `t` (its storage, so every alias) read-only, for good:
+// copies into it, shims' outputs in it and writes by a model are refused or
+// avoided (aotirt_handle_run gives a model a private copy of a read-only
+// input), and a DLPack export says read-only (a legacy one is refused).
+// Call it right after wrapping memory its owner marks immutable.
+AOTIRT_API void aotirt_tensor_mark_read_only(aotirt_tensor* t);
+AOTIRT_API bool aotirt_tensor_is_read_only(const aotirt_tensor* t);
 // Uploads contiguous host data to a new CUDA tensor with cudaMemcpyAsync on
 // `stream` (NULL: the shared stream). No host wait.
 AOTIRT_API aotirt_status aotirt_tensor_upload(
@@ -152,13 +159,16 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_device(
 // caller still owns it. A CUDA tensor belongs to `stream` (NULL: the shared
 // stream of its device): the producer must have ordered its work before that
 // stream (the consumer stream of the DLPack handshake). The versioned form
-// takes major version 1 only; its flags (read-only) are not enforced.
+// takes major version 1 only; its read-only flag marks the tensor read-only
+// (aotirt_tensor_mark_read_only).
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
                                                    aotirt_tensor** out);
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
                                                              aotirt_stream* stream, aotirt_tensor** out);
 // Exports `t` without a copy: the managed tensor holds a reference to its
-// storage and stream until its deleter runs (any thread, no GIL needed).
+// storage and stream until its deleter runs (any thread, no GIL needed). A
+// read-only tensor gets DLPACK_FLAG_BITMASK_READ_ONLY; the legacy form,
+// which cannot say so, refuses it (AOTIRT_ERROR_VALUE).
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out);
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t,
                                                            DLManagedTensorVersioned** out);

@@ -69,6 +69,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
                                           const int64_t* strides, int32_t dtype,
                                           void (*release)(void*) noexcept nogil, void* release_ctx,
                                           aotirt_tensor** out)
+    void aotirt_tensor_mark_read_only(aotirt_tensor* t)
+    bint aotirt_tensor_is_read_only(const aotirt_tensor* t)
     aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndim, const int64_t* sizes,
                                        int32_t dtype, int32_t device_index, aotirt_stream* stream,
                                        aotirt_tensor** out)

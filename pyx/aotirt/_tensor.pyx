@@ -24,6 +24,7 @@ from aotirt._capi cimport (
     aotirt_stream_retain, aotirt_tensor, aotirt_tensor_data, aotirt_tensor_device_index,
     aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_empty, aotirt_tensor_free,
     aotirt_tensor_from_dlpack, aotirt_tensor_from_dlpack_versioned, aotirt_tensor_is_contiguous,
+    aotirt_tensor_is_read_only, aotirt_tensor_mark_read_only,
     aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_order_before, aotirt_tensor_sizes,
     aotirt_tensor_stream, aotirt_tensor_strides, aotirt_tensor_to_dlpack, aotirt_tensor_to_dlpack_versioned,
     aotirt_tensor_upload, aotirt_tensor_wrap_device, aotirt_tensor_wrap_host, kDLCPU, kDLCUDA, kDLCUDAHost,
@@ -210,6 +211,8 @@ cdef Tensor _wrap_host(object obj, str what, object as_dtype=None):
         PyBuffer_Release(view)
         free(view)
         raise
+    if view.readonly:
+        aotirt_tensor_mark_read_only(t)  # bytes, writeable=False arrays: never written through aotirt
     return wrap_tensor(t)
 
 
@@ -518,6 +521,8 @@ cdef Tensor _import_cai(object obj, int device_index, aotirt_stream* stream, obj
     if status != AOTIRT_OK:
         Py_XDECREF(<PyObject*>owner)
         _check_for(status, what)
+    if len(data) > 1 and data[1]:
+        aotirt_tensor_mark_read_only(t)  # the interface's read-only flag
     return wrap_tensor(t)
 
 
@@ -732,7 +737,7 @@ cdef class Tensor:
         return {
             "shape": self.shape,
             "typestr": typestr,
-            "data": (<uintptr_t>aotirt_tensor_data(self._t), False),
+            "data": (<uintptr_t>aotirt_tensor_data(self._t), bool(aotirt_tensor_is_read_only(self._t))),
             "strides": None if aotirt_tensor_is_contiguous(self._t) else self.strides,
             "version": 3,
             "stream": stream,
