@@ -2,6 +2,7 @@
 
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
@@ -355,3 +356,28 @@ def test_allocation_sizes_that_overflow_are_refused(shape, dtype):
     # a tiny allocation, which writes then overran.
     with pytest.raises(ValueError, match="more (bytes|elements) than fit in int64"):
         aotirt.empty(shape, dtype)
+
+
+def test_a_name_without_a_slash_opens_the_file_in_the_working_folder(tmp_path):
+    # The library checked (./model.so) is the one opened: before, dlopen
+    # searched the library path for "model.so" and found another file there.
+    import shutil
+
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(aotirt.models.path("add_mul", "cpu"), here / "model.so")
+    shutil.copy(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"), elsewhere / "model.so")
+    package_parent = os.path.dirname(os.path.dirname(aotirt.__file__))
+    env = dict(os.environ, LD_LIBRARY_PATH=str(elsewhere),
+               PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
+    code = ("import aotirt, numpy as np\n"
+            "with aotirt.AotiHandle('model.so') as h:\n"
+            "    print(h.run([np.ones(2, np.float32)] * 3)[0].numpy())\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[2. 2.]"
+    proc = subprocess.run([sys.executable, "-m", "aotirt", "run", "model.so"], cwd=here, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "takes 3 inputs, got 0" in proc.stderr, proc.stderr   # add_mul's container, not libaotirt

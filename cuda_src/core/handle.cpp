@@ -1,6 +1,11 @@
 #include "handle.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
+
+#include <cerrno>
+#include <cstring>
 
 #include <new>
 #include <utility>
@@ -113,6 +118,14 @@ aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** o
 }
 
 aotirt_status aotirt_handle::load(const std::string& device_str) {
+  // Resolved once, and every step below (the checks, dlopen, the cubin
+  // folder) uses that one absolute path: a name without a slash would be
+  // checked as ./name but looked up by dlopen on the library search path.
+  char resolved[PATH_MAX];
+  if (path_.empty() || !realpath(path_.c_str(), resolved))
+    return fail(AOTIRT_ERROR_AOTI, "cannot open model library " + path_ + ": " +
+                                       (path_.empty() ? "the path is empty" : std::strerror(errno)));
+  path_ = resolved;
   AOTIRT_TRY(check_shared_library(path_));
   AOTIRT_TRY(check_shims_available(path_));
   AOTIRT_TRY(make_runtime_global());
