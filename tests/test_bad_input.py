@@ -381,3 +381,26 @@ def test_a_name_without_a_slash_opens_the_file_in_the_working_folder(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "aotirt", "run", "model.so"], cwd=here, env=env,
                           capture_output=True, text=True, timeout=120)
     assert "takes 3 inputs, got 0" in proc.stderr, proc.stderr   # add_mul's container, not libaotirt
+
+
+def _driver_installed():
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def test_no_driver_says_so_and_keeps_the_cuda_name_and_code():
+    error = cuda_error_without_gpu("aotirt.Stream.shared(0)")
+    if _driver_installed():
+        # A GPU machine with CUDA_VISIBLE_DEVICES="": CUDA's own reason stands.
+        assert "no NVIDIA driver found" not in error["message"], error
+    else:
+        # This machine has the toolkit but no driver: every CUDA path said only
+        # cudaErrorInsufficientDriver ("driver version is insufficient").
+        assert error["name"] == "cudaErrorInsufficientDriver" and error["code"] == 35, error
+        assert error["message"].startswith("cudaErrorInsufficientDriver: no NVIDIA driver found: "
+                                           "libcuda.so.1 cannot be loaded"), error

@@ -30,6 +30,22 @@ def test_info():
     assert "aotirt " in proc.stdout and "CUDA devices:" in proc.stdout and "add_mul" in proc.stdout
 
 
+def test_info_says_why_it_sees_no_device():
+    proc = subprocess.run([sys.executable, "-m", "aotirt", "info"], capture_output=True, text=True, timeout=300,
+                          env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert proc.returncode == 0, proc.stderr
+    line = next(l for l in proc.stdout.splitlines() if l.startswith("CUDA devices:"))
+    assert line.startswith("CUDA devices: 0 (cudaError"), line   # e.g. no NVIDIA driver found, no device
+
+
+def test_demo_on_cuda_without_a_gpu_fails_with_the_reason():
+    # It used to run on the CPU and exit 0.
+    proc = subprocess.run([sys.executable, "-m", "aotirt", "demo", "--device", "cuda", "--steps", "2"],
+                          capture_output=True, text=True, timeout=300, env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
+    assert_one_line_error(proc, 1, "--device cuda: no usable CUDA GPU here: cudaError")
+    assert "tokens" not in proc.stdout
+
+
 def test_run_saves_outputs(tmp_path):
     rng = np.random.default_rng(0)
     files = []

@@ -64,6 +64,16 @@ AOTIRT_API int aotirt_device_count(void) {
   return count;
 }
 
+AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count) {
+  *count = 0;
+  cudaError_t err = cudaGetDeviceCount(count);
+  if (err != cudaSuccess) {
+    *count = 0;
+    return fail_cuda(err, "cudaGetDeviceCount");
+  }
+  return AOTIRT_OK;
+}
+
 AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype) { return dtype_itemsize(dtype); }
 
 // ---- streams ----

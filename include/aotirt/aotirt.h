@@ -57,6 +57,10 @@ AOTIRT_API const char* aotirt_last_error_cuda_name(void);
 // ---- devices ---------------------------------------------------------------
 // Number of usable CUDA devices; 0 (not an error) when there is no driver.
 AOTIRT_API int aotirt_device_count(void);
+// The same, and why there is none: AOTIRT_OK with the count, or
+// AOTIRT_ERROR_CUDA (count 0) whose message says why CUDA sees no device
+// ("no NVIDIA driver found: libcuda.so.1 cannot be loaded", cudaErrorNoDevice...).
+AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count);
 
 // ---- dtypes ----------------------------------------------------------------
 // Bytes per element of a c10 dtype code, or 0 if aotirt does not support it.

@@ -15,14 +15,22 @@ class UsageError(Exception):
     """A bad argument or file: reported in one line, exit status 2."""
 
 
+class DeviceError(Exception):
+    """The device asked for is not there: reported in one line, exit status 1."""
+
+
 def _device_for_demo(requested):
     import aotirt
+    from aotirt._stream import _no_device_reason
 
     if requested == "cpu":
         return "cpu"
     if aotirt.device_count() > 0:
         return "cuda:0"
-    print("aotirt: no usable CUDA GPU here: running on the CPU", file=sys.stderr)
+    reason = _no_device_reason()
+    if requested == "cuda":
+        raise DeviceError(f"--device cuda: no usable CUDA GPU here: {reason}")
+    print(f"aotirt: no usable CUDA GPU here ({reason}): running on the CPU", file=sys.stderr)
     return "cpu"
 
 
@@ -70,7 +78,12 @@ def info(args):
     print(f"python {sys.version.split()[0]}")
     print(f"core library: {os.path.join(os.path.dirname(aotirt.__file__), 'libaotirt.so')}")
     count = aotirt.device_count()
-    print(f"CUDA devices: {count}")
+    if count > 0:
+        print(f"CUDA devices: {count}")
+    else:
+        from aotirt._stream import _no_device_reason
+
+        print(f"CUDA devices: 0 ({_no_device_reason()})")
     print(f"example models: {', '.join(aotirt.models.available()) or 'none'} "
           f"({os.path.dirname(aotirt.models.path('add_mul', 'cpu'))})")
     return 0
@@ -158,6 +171,9 @@ def main(argv=None):
     except UsageError as e:
         print(f"aotirt: {e}", file=sys.stderr)
         return 2
+    except DeviceError as e:
+        print(f"aotirt: {e}", file=sys.stderr)
+        return 1
     except (RuntimeError, ValueError, TypeError, OSError) as e:  # one line, never a traceback
         print(f"aotirt: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -50,6 +50,7 @@ cdef extern from "aotirt/aotirt.h" nogil:
     const char* aotirt_last_error_cuda_name()
 
     int aotirt_device_count()
+    aotirt_status aotirt_cuda_device_count(int* count)
     size_t aotirt_dtype_itemsize(int32_t dtype)
 
     aotirt_status aotirt_stream_shared(int device, aotirt_stream** out)

@@ -4,7 +4,7 @@ from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
 from libc.stdint cimport uintptr_t
 
 from aotirt._capi cimport (
-    aotirt_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
+    aotirt_cuda_device_count, aotirt_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
     aotirt_stream_device, aotirt_stream_handle, aotirt_stream_release, aotirt_stream_shared,
 )
 from aotirt._errors cimport check
@@ -17,6 +17,17 @@ def device_count():
     to ask whether a GPU is there.
     """
     return aotirt_device_count()
+
+
+def _no_device_reason():
+    """None when CUDA sees a device, else why it sees none: the message of the
+    CudaError any CUDA call would raise (e.g. no NVIDIA driver found)."""
+    cdef int count = 0
+    try:
+        check(aotirt_cuda_device_count(&count))
+    except RuntimeError as e:
+        return str(e)
+    return None if count > 0 else "CUDA sees no device"
 
 
 cdef class Stream:
