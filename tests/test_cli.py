@@ -46,6 +46,15 @@ def test_demo_on_cuda_without_a_gpu_fails_with_the_reason():
     assert "tokens" not in proc.stdout
 
 
+def test_compare_sync_on_the_cpu_explains_instead_of_a_ratio():
+    # `make demo` without a GPU printed "ratio: 0.98x faster without a wait per step".
+    proc = cli("demo", "--compare-sync", "--device", "cpu", "--steps", "2")
+    assert proc.returncode == 0, proc.stderr
+    assert "x faster" not in proc.stdout
+    assert "ratio: not measured" in proc.stdout and "needs" not in proc.stderr
+    assert "Run it with a CUDA GPU" in proc.stdout
+
+
 def test_run_saves_outputs(tmp_path):
     rng = np.random.default_rng(0)
     files = []
