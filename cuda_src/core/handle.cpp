@@ -151,6 +151,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   }
   if (api_.num_inputs(container_, &num_inputs_) != 0) return model_failure("AOTInductorModelContainerGetNumInputs");
   if (api_.num_outputs(container_, &num_outputs_) != 0) return model_failure("AOTInductorModelContainerGetNumOutputs");
+  inspect_weights();
   const char* name = nullptr;
   if (api_.input_name)
     for (size_t i = 0; i < num_inputs_; ++i)
@@ -192,6 +193,77 @@ aotirt_status aotirt_handle::resolve_symbols() {
   api_.update_constants_from_blob = reinterpret_cast<AOTInductorModelUpdateConstantsFromBlobFunc>(
       dlsym(library_, "AOTInductorModelUpdateConstantsFromBlob"));
   api_.last_error = reinterpret_cast<AOTInductorGetLastErrorFunc>(dlsym(library_, "AOTInductorGetLastError"));
+  api_.num_constants = reinterpret_cast<AOTInductorModelContainerGetNumConstantsFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetNumConstants"));
+  api_.constants_blob_size = reinterpret_cast<AOTInductorModelContainerGetConstantsBlobSizeFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetConstantsBlobSize"));
+  api_.constant_data_size = reinterpret_cast<AOTInductorModelContainerGetConstantDataSizeFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetConstantDataSize"));
+  api_.constant_from_folded = reinterpret_cast<AOTInductorModelContainerGetConstantFromFoldedFunc>(
+      dlsym(library_, "AOTInductorModelContainerGetConstantFromFolded"));
+  api_.extract_constants = reinterpret_cast<AOTInductorModelContainerExtractConstantsMapEntriesFunc>(
+      dlsym(library_, "AOTInductorModelContainerExtractConstantsMapEntries"));
+  return AOTIRT_OK;
+}
+
+void aotirt_handle::inspect_weights() {
+  WeightsFacts facts;
+  // The constants a blob would hold: all but those constant folding makes.
+  size_t count = 0;
+  uint64_t data_bytes = 0;
+  bool data_sizes_known = api_.num_constants && api_.constant_data_size;
+  if (api_.num_constants && api_.num_constants(container_, &count) == 0) {
+    for (size_t i = 0; i < count; ++i) {
+      bool folded = false;
+      if (api_.constant_from_folded && api_.constant_from_folded(container_, i, &folded) == 0 && folded) continue;
+      ++facts.constants;
+      size_t bytes = 0;
+      if (data_sizes_known && api_.constant_data_size(container_, i, &bytes) == 0)
+        data_bytes += bytes;
+      else
+        data_sizes_known = false;
+    }
+  } else {
+    data_sizes_known = false;
+  }
+  if (api_.constants_blob_size) {
+    uint64_t bytes = 0;
+    if (api_.constants_blob_size(container_, &bytes) == 0) {
+      facts.size = WeightsFacts::Size::Exact;
+      facts.bytes = bytes;
+    } else {
+      const char* why = nullptr;
+      std::string reason = api_.last_error && api_.last_error(&why) == 0 && why && *why ? why : "no reason given";
+      facts.ignores_blob = "its weights are compiled into the library (AOTInductorModelContainerGetConstantsBlobSize "
+                           "says: " + reason + ")";
+    }
+  }
+  if (facts.size == WeightsFacts::Size::Unknown && facts.ignores_blob.empty() && data_sizes_known) {
+    facts.size = WeightsFacts::Size::AtLeast;
+    facts.bytes = data_bytes;
+  }
+  // Loaded already, or still to load? Only the container's constant map says.
+  const AOTInductorConstantMapEntry* entries = nullptr;
+  size_t loaded = 0;
+  if (api_.extract_constants && facts.constants > 0 &&
+      api_.extract_constants(container_, &entries, &loaded, false) == 0) {
+    if (loaded < facts.constants)
+      facts.missing = true;
+    else if (facts.size == WeightsFacts::Size::Exact && facts.ignores_blob.empty())
+      // torch maps such weights from the library file itself (mmap'd weights):
+      // UpdateConstantsFromBlob reads no blob then either.
+      facts.ignores_blob = "its weights are in the library file, loaded when it opens";
+  }
+  clear_error();
+  weights_ = facts;
+}
+
+aotirt_status aotirt_handle::constants_blob_size(uint64_t* bytes, bool* exact) const {
+  if (weights_.size == WeightsFacts::Size::Unknown)
+    return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is" +
+                                        (weights_.ignores_blob.empty() ? "" : ": " + weights_.ignores_blob));
+  *bytes = weights_.bytes;
+  *exact = weights_.size == WeightsFacts::Size::Exact;
   return AOTIRT_OK;
 }
 
@@ -223,6 +295,12 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   if (num_outputs != num_outputs_)
     return fail(AOTIRT_ERROR_VALUE, "the model returns " + std::to_string(num_outputs_) +
                                         " outputs, room was given for " + std::to_string(num_outputs));
+  if (weights_.missing)
+    return fail(AOTIRT_ERROR_AOTI, path_ + ": weights not loaded: its " + std::to_string(weights_.constants) +
+                                       " constants are kept in a separate weights blob (" +
+                                       std::to_string(weights_.bytes) +
+                                       " bytes, the *_weights.blob of its .pt2 package): load it with "
+                                       "update_constants_from_blob, or open the package with aotirt.load");
 
   // The model steals (deletes) its input handles, so it gets fresh aliases
   // and the caller's tensors stay valid.
@@ -284,18 +362,52 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   return AOTIRT_OK;
 }
 
-aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob) {
+aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob, size_t nbytes, bool sized) {
   std::lock_guard<std::mutex> lock(run_mutex_);
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
   if (!api_.update_constants_from_blob)
     return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
+  // The library reads as many bytes as it expects, from a bare pointer: a
+  // short blob would be read past its end. Checked here, for every caller.
+  if (!weights_.ignores_blob.empty())
+    return fail(AOTIRT_ERROR_AOTI, path_ + " reads no weights blob: " + weights_.ignores_blob +
+                                       "; AOTInductorModelUpdateConstantsFromBlob would ignore it");
+  const std::string got = std::to_string(nbytes);
+  const std::string want = std::to_string(weights_.bytes);
+  switch (weights_.size) {
+    case WeightsFacts::Size::Exact:
+      if (sized && nbytes != weights_.bytes)
+        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads exactly " + want +
+                                            " (AOTInductorModelContainerGetConstantsBlobSize): a truncated file, "
+                                            "or another model's weights");
+      break;
+    case WeightsFacts::Size::AtLeast:
+      if (sized && nbytes < weights_.bytes)
+        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads " + want +
+                                            " (the sizes of its " + std::to_string(weights_.constants) +
+                                            " constants): a truncated file, or another model's weights");
+      break;
+    case WeightsFacts::Size::Unknown:
+      if (!sized)
+        return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is, and the blob came "
+                                                "without a size: nothing could check that the library will not "
+                                                "read past its end (pass the size: "
+                                                "aotirt_handle_update_constants_from_blob_sized)");
+      break;
+  }
   AOTIRT_TRY(before_run(stream()));
   clear_error();
   AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
   after_run();
   // Even a failed update may have replaced some weights.
   constants_version_.fetch_add(1, std::memory_order_acq_rel);
-  if (updated != 0) return model_failure("AOTInductorModelUpdateConstantsFromBlob");
+  if (updated != 0)
+    return model_failure("AOTInductorModelUpdateConstantsFromBlob",
+                         weights_.size == WeightsFacts::Size::Unknown
+                             ? "(the library does not say how large its weights blob is: the blob's " + got +
+                                   " bytes could not be checked)"
+                             : "");
+  weights_.missing = false;
   return AOTIRT_OK;
 }
 

@@ -229,10 +229,25 @@ AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h);
 AOTIRT_API aotirt_status aotirt_handle_run(
     aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
     aotirt_tensor** outputs, size_t num_outputs);
-// Loads the model's weights from one blob with the library's
-// AOTInductorModelUpdateConstantsFromBlob (AotiError when it has none). The
-// blob is read during the call; CUDA copies are queued on the handle's stream.
+// Loads the model's weights from one blob of `nbytes` bytes with the
+// library's AOTInductorModelUpdateConstantsFromBlob (AotiError when it has
+// none). That call takes a bare pointer and reads as much as the library
+// expects, so the size is checked first against what the library says
+// (aotirt_handle_constants_blob_size): a blob of another size is refused
+// (AOTIRT_ERROR_VALUE), as is any blob for a library that reads none (torch
+// libraries whose weights are compiled in: AOTIRT_ERROR_AOTI). A library that
+// says nothing gets the blob unchecked. The blob is read during the call;
+// CUDA copies are queued on the handle's stream.
+AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob,
+                                                                      size_t nbytes);
+// The same without a size, for callers that trust their blob: checked only
+// for libraries that read none; refused (AOTIRT_ERROR_VALUE) for a library
+// that does not say its blob's size, where nothing could be checked.
 AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob);
+// The size of the weights blob the library reads: `exact` true when it says
+// so (AOTInductorModelContainerGetConstantsBlobSize), false for a lower bound
+// (the sum of its constants' sizes). AOTIRT_ERROR_VALUE when it says nothing.
+AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bool* exact);
 // Deletes the model container; does not wait for queued work, which keeps
 // its memory alive. The library stays mapped for the life of the process
 // (unloading one is unsafe: worker threads, queued kernels). A second close

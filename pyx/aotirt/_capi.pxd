@@ -123,6 +123,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                     aotirt_tensor** outputs, size_t num_outputs)
     aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob)
+    aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob, size_t nbytes)
+    aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bint* exact)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
 

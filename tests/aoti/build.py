@@ -38,9 +38,11 @@ def cache_key(device):
 
 
 def inductor_configs(name, device):
-    from zoo import DEFAULT_GEMM
+    from zoo import BLOB_WEIGHTS, DEFAULT_GEMM
 
     configs = {"aot_inductor.link_libtorch": False}
+    if name in BLOB_WEIGHTS:
+        configs["aot_inductor.package_constants_on_disk_format"] = "binary_blob"
     if device == "cuda":
         configs["aot_inductor.embed_kernel_binary"] = True
         if name not in DEFAULT_GEMM:
@@ -74,7 +76,7 @@ def build_one(name, device, folder):
     import torch
 
     sys.path.insert(0, HERE)
-    from zoo import MODELS
+    from zoo import DYNAMIC_BATCH, MODELS
 
     make_module, make_inputs, dtype = MODELS[name]
     torch.manual_seed(0)
@@ -99,7 +101,13 @@ def build_one(name, device, folder):
             "output_strides": [list(y.stride()) for y in expected],
             "configs": inductor_configs(name, device)}
     start = time.time()
-    exported = torch.export.export(module, inputs)
+    dynamic_shapes = None
+    if name in DYNAMIC_BATCH:
+        low, high = DYNAMIC_BATCH[name]
+        batch = torch.export.Dim("batch", min=low, max=high)
+        dynamic_shapes = tuple({0: batch} if i == 0 else None for i in range(len(inputs)))
+        meta["dynamic_batch"] = [low, high]
+    exported = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes)
     package = os.path.join(folder, "model.pt2")
     torch._inductor.aoti_compile_and_package(exported, package_path=package,
                                              inductor_configs=inductor_configs(name, device))
