@@ -7,6 +7,8 @@
 #include <cerrno>
 #include <cstring>
 
+#include <cstdlib>
+#include <functional>
 #include <new>
 #include <utility>
 
@@ -90,6 +92,67 @@ aotirt_status private_copy(const Tensor& input, Stream* on, Tensor** out) {
   return AOTIRT_OK;
 }
 
+// torch's generated libraries check each input against what they were
+// compiled for (dtype, every static size, the bounds of dynamic sizes, the
+// strides, the device) before they take it, when AOTI_RUNTIME_CHECK_INPUTS
+// is set (read once, at a library's first run). aotirt sets it before the
+// first library opens, unless the user set it (AOTI_RUNTIME_CHECK_INPUTS=0
+// turns the checks off). Nothing else a library exports records its inputs;
+// a first run's shapes are no rule for a model with dynamic sizes.
+void enable_generated_input_checks() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
+}
+
+std::string describe(const Tensor& t) {
+  std::string shape = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  std::string strides = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) strides += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return std::string(dtype_name(t.dtype)) + " " + shape + "] (strides " + strides + "]) on " +
+         (t.storage->device_type == AOTIRT_DEVICE_CPU ? std::string("cpu")
+                                                       : "cuda:" + std::to_string(t.storage->device_index));
+}
+
+// A failure of those checks reads "input_handles[<i>]: <what>", with dtypes
+// as c10 codes: said again naming the input, with what it is.
+bool input_check_failure(const std::string& reason, Tensor* const* inputs, size_t n,
+                         const std::function<const char*(size_t)>& name, std::string* message,
+                         aotirt_status* kind) {
+  static const std::string prefix = "input_handles[";
+  if (reason.compare(0, prefix.size(), prefix) != 0) return false;
+  size_t close = reason.find("]: ", prefix.size());
+  if (close == std::string::npos) return false;
+  size_t index = 0;
+  for (size_t k = prefix.size(); k < close; ++k) {
+    if (reason[k] < '0' || reason[k] > '9') return false;
+    index = index * 10 + static_cast<size_t>(reason[k] - '0');
+    if (index >= n) return false;
+  }
+  std::string what = reason.substr(close + 3);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  const bool dtype = what.rfind("unmatched dtype", 0) == 0;
+  if (dtype) {
+    // "unmatched dtype, expected: 6(at::kFloat), but got: 7"
+    size_t e = what.find("expected: "), g = what.find("but got: ");
+    if (e != std::string::npos && g != std::string::npos) {
+      int expected = std::atoi(what.c_str() + e + 10), got = std::atoi(what.c_str() + g + 9);
+      what = std::string("unmatched dtype: the model takes ") + dtype_name(expected) + ", got " + dtype_name(got);
+    }
+  }
+  // A size or stride checked past the input's last dimension: its rank is off
+  // (the check reads sizes the input does not have).
+  size_t at = what.find(" at ");
+  if (!dtype && at != std::string::npos && std::atoi(what.c_str() + at + 4) >= inputs[index]->ndim)
+    what = "it has " + std::to_string(inputs[index]->ndim) + " dimension(s), fewer than the model's (" + what + ")";
+  const char* input_name = name(index);
+  *message = "input " + std::to_string(index) + (input_name ? std::string(" (") + input_name + ")" : "") +
+             " does not match what the model was compiled for: " + what + "; the input is " +
+             describe(*inputs[index]) + " (the library's own input check)";
+  *kind = dtype ? AOTIRT_ERROR_TYPE : AOTIRT_ERROR_VALUE;
+  return true;
+}
+
 std::string directory_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -129,6 +192,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   AOTIRT_TRY(check_shared_library(path_));
   AOTIRT_TRY(check_shims_available(path_));
   AOTIRT_TRY(make_runtime_global());
+  enable_generated_input_checks();
 
   // RTLD_LOCAL: two models may define the same internal symbols.
   // RTLD_NODELETE: a model library is never unmapped, even after its handle
@@ -347,14 +411,29 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   }
   clear_error();
   auto run_fn = api_.run_single_threaded ? api_.run_single_threaded : api_.run;
+  register_input_aliases(aliases, num_inputs);
   AOTIRuntimeError ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
                                 reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
   after_run();
+  std::vector<Tensor*> untaken;
+  settle_input_aliases(aliases, num_inputs, ran != 0 ? &untaken : nullptr);
   if (ran != 0) {
     for (size_t i = 0; i < num_outputs; ++i) {
+      for (Tensor*& left : untaken)
+        if (left == outputs[i]) left = nullptr;  // handed back as an output: deleted just below
       delete outputs[i];
       outputs[i] = nullptr;
     }
+    // A model that failed before taking its inputs (its input checks) did
+    // not delete them: nothing else will.
+    for (Tensor* left : untaken) delete left;
+    const char* model_message = nullptr;
+    std::string message;
+    aotirt_status kind = AOTIRT_OK;
+    if (api_.last_error && api_.last_error(&model_message) == 0 && model_message &&
+        input_check_failure(model_message, inputs, num_inputs, [this](size_t i) { return input_name(i); },
+                            &message, &kind))
+      return fail(kind, path_ + ": " + message);
     return model_failure(api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
                                                   : "AOTInductorModelContainerRun");
   }

@@ -137,6 +137,7 @@ bool aoti_torch_grad_mode_is_enabled(void) { return grad_mode_enabled; }
 void aoti_torch_grad_mode_set_enabled(bool enabled) { grad_mode_enabled = enabled; }
 
 AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
+  if (aotirt::input_aliases_in_flight()) aotirt::forget_input_alias(tensor);  // a model took its input
   delete tensor;
   return AOTI_TORCH_SUCCESS;
 }

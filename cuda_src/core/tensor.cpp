@@ -317,6 +317,50 @@ aotirt_status use_on(const Tensor& t, Stream* user) {
   return AOTIRT_OK;
 }
 
+namespace {
+std::mutex ledger_mutex;
+std::atomic<size_t> ledger_count{0};
+std::vector<Tensor*>& ledger() {
+  static auto* aliases = new std::vector<Tensor*>();  // never destroyed: deletes may come at exit
+  return *aliases;
+}
+}  // namespace
+
+void register_input_aliases(Tensor* const* aliases, size_t n) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  ledger().insert(ledger().end(), aliases, aliases + n);
+  ledger_count.store(ledger().size(), std::memory_order_release);
+}
+
+void settle_input_aliases(Tensor* const* aliases, size_t n, std::vector<Tensor*>* left) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  std::vector<Tensor*>& all = ledger();
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = all.size(); j-- > 0;) {
+      if (all[j] != aliases[i]) continue;
+      if (left) left->push_back(aliases[i]);
+      all[j] = all.back();
+      all.pop_back();
+      break;
+    }
+  }
+  ledger_count.store(all.size(), std::memory_order_release);
+}
+
+void forget_input_alias(Tensor* t) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  std::vector<Tensor*>& all = ledger();
+  for (size_t j = all.size(); j-- > 0;) {
+    if (all[j] != t) continue;
+    all[j] = all.back();
+    all.pop_back();
+    break;
+  }
+  ledger_count.store(all.size(), std::memory_order_release);
+}
+
+bool input_aliases_in_flight() { return ledger_count.load(std::memory_order_acquire) != 0; }
+
 aotirt_status check_writable(const Tensor& t, const std::string& what) {
   if (!t.storage || !t.storage->read_only) return AOTIRT_OK;
   std::string shape = "[";

@@ -122,6 +122,18 @@ Tensor* alias(const Tensor& t);
 // No host wait.
 aotirt_status use_on(const Tensor& t, Stream* user);
 
+// The input aliases handed to a model for a run, until the run returns. A
+// model steals its inputs (deletes them), but one that fails before taking
+// them (torch's generated input checks run first) leaves them alive: the run
+// then deletes those, and only those. aoti_torch_delete_tensor_object calls
+// forget_input_alias for every tensor it deletes while any run is in flight.
+void register_input_aliases(Tensor* const* aliases, size_t n);
+// The aliases of `aliases` nobody deleted, forgotten either way; `left`
+// receives them (may be null).
+void settle_input_aliases(Tensor* const* aliases, size_t n, std::vector<Tensor*>* left);
+void forget_input_alias(Tensor* t);
+bool input_aliases_in_flight();
+
 // AOTIRT_ERROR_VALUE when `t` wraps read-only memory: `what` names the
 // write ("copy_: the destination"), the message adds the tensor.
 aotirt_status check_writable(const Tensor& t, const std::string& what);

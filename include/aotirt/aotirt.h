@@ -210,6 +210,12 @@ AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, cons
 
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
+// `path` is resolved once (realpath) and exactly that file is checked and
+// opened. The first open sets AOTI_RUNTIME_CHECK_INPUTS=1 unless it is set,
+// so that torch's generated libraries check their inputs before each run;
+// a run those checks refuse fails with AOTIRT_ERROR_VALUE (dtype:
+// AOTIRT_ERROR_TYPE) naming the input, and leaks none of the input handles
+// the model did not take.
 AOTIRT_API aotirt_status aotirt_handle_open(
     const char* path, int32_t device_type, int32_t device_index,
     aotirt_stream* stream, aotirt_handle** out);
