@@ -2,7 +2,7 @@
 
   python -m aotirt demo [--device cpu|cuda] [--steps N] [--graph] [--compare-sync]
   python -m aotirt info
-  python -m aotirt run MODEL.so --input x.npy [...] [--device D] [--weights W] [--out DIR]
+  python -m aotirt run MODEL.so|MODEL.pt2 --input x.npy [...] [--device D] [--weights W] [--out DIR]
 """
 
 import argparse
@@ -108,21 +108,23 @@ def _load_input(path):
 def run(args):
     import numpy as np
 
-    import aotirt
+    from aotirt import loader
 
     if not os.path.exists(args.model):
         raise UsageError(f"model library not found: {args.model}")
+    if args.weights and not os.path.isfile(args.weights):
+        raise UsageError(f"weights file not found: {args.weights}")
     inputs = [_load_input(p) for p in args.input]
-    if args.device == "cpu":
-        handle = aotirt.AotiHandle(args.model)
-    else:
-        handle = aotirt.CudaHandle(args.model, args.device)
+    # What aotirt.load opens: a library as it is, a .pt2 package's library
+    # with its weights blob (replaced by --weights when given).
+    library, blob, package_device = loader.locate(args.model)
+    device = args.device or loader.default_device(library, package_device)
+    blob = args.weights or blob
+    if blob is not None:
+        with open(blob, "rb") as f:
+            blob = f.read()
+    handle = loader.open_handle(library, device, None, blob)
     with handle:
-        if args.weights:
-            if not os.path.isfile(args.weights):
-                raise UsageError(f"weights file not found: {args.weights}")
-            with open(args.weights, "rb") as f:
-                handle.update_constants_from_blob(f.read())
         outputs = handle.run(inputs)
         names = handle.output_names or [f"output{i}" for i in range(len(outputs))]
         if args.out:
@@ -156,11 +158,14 @@ def parser():
     i = commands.add_parser("info", help="versions, devices, where the libraries are")
     i.set_defaults(func=info)
 
-    r = commands.add_parser("run", help="run any model library on .npy inputs")
-    r.add_argument("model", help="the model library (.so)")
+    r = commands.add_parser("run", help="run any model library or .pt2 package on .npy inputs")
+    r.add_argument("model", help="the model library (.so) or package (.pt2)")
     r.add_argument("--input", action="append", default=[], metavar="X.npy", help="one per model input, in order")
-    r.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
-    r.add_argument("--weights", help="a weights blob for AOTInductorModelUpdateConstantsFromBlob")
+    r.add_argument("--device", default=None,
+                   help="cpu, cuda or cuda:N (default: a package's own device; for a library, cuda when it "
+                        "calls CUDA, else cpu)")
+    r.add_argument("--weights", help="a weights blob for AOTInductorModelUpdateConstantsFromBlob (instead of "
+                                     "a package's own)")
     r.add_argument("--out", metavar="DIR", help="save each output as DIR/<name>.npy")
     r.set_defaults(func=run)
     return p
