@@ -404,3 +404,58 @@ def test_no_driver_says_so_and_keeps_the_cuda_name_and_code():
         assert error["name"] == "cudaErrorInsufficientDriver" and error["code"] == 35, error
         assert error["message"].startswith("cudaErrorInsufficientDriver: no NVIDIA driver found: "
                                            "libcuda.so.1 cannot be loaded"), error
+
+
+# ---- integers from users: operator.index semantics, never a float's truncation
+
+@pytest.mark.parametrize("make", [
+    lambda: aotirt.empty((2.5,)),                 # was shape (2,)
+    lambda: aotirt.empty((2, "3")),
+    lambda: aotirt.empty(1.0),
+    lambda: aotirt.empty_pinned((1.5, 2)),
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0, 2.5, 1),   # was start 2
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0.0, 1, 1),
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0, 1, None),
+])
+def test_non_integer_sizes_and_indices_are_type_errors(make):
+    with pytest.raises(TypeError, match="must be an integer"):
+        make()
+
+
+def test_integer_like_sizes_are_taken():
+    assert aotirt.empty((np.int64(2), np.int32(3))).shape == (2, 3)
+    assert aotirt.empty(4).shape == (4,)
+    t = aotirt.asarray(np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(t.narrow(np.int64(0), np.int16(2), np.uint8(2)).numpy(), [2, 3])
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        t.narrow(0, 2**64, 1)
+    with pytest.raises(ValueError, match="negative size"):
+        aotirt.empty((2, -1))
+
+
+def test_empty_pinned_sizes_that_overflow():
+    # numel * itemsize wrapped in size_t before (a tiny allocation for a huge shape).
+    with pytest.raises(ValueError, match="more than fit in int64"):
+        aotirt.empty_pinned((2**62,), np.float32)
+
+
+def test_cuda_array_interface_entries_must_be_integers():
+    class Fake:
+        def __init__(self, **overrides):
+            self.__cuda_array_interface__ = dict({"shape": (4,), "typestr": "<f4", "data": (0, False),
+                                                  "version": 3}, **overrides)
+
+    with pytest.raises(TypeError, match="__cuda_array_interface__ shape must be an integer"):
+        aotirt.from_dlpack(Fake(shape=(2.5,)))
+    with pytest.raises(TypeError, match="__cuda_array_interface__ stride must be an integer"):
+        aotirt.from_dlpack(Fake(strides=(4.0,)))
+    with pytest.raises(TypeError, match="data address .* is not a pointer"):
+        aotirt.from_dlpack(Fake(data=(-8, False)))
+    with pytest.raises(TypeError, match=r"data must be \(address, read_only\)"):
+        aotirt.from_dlpack(Fake(data=12345))
+
+
+@pytest.mark.parametrize("device", [1.0, True, "cuda:" + "9" * 30, "cuda:\u0663", -1])
+def test_device_indices_are_integers(device):
+    with pytest.raises(ValueError, match="device"):
+        aotirt.empty((2,), device=device)

@@ -112,22 +112,54 @@ cdef int32_t _dtype_code(Py_buffer* view, str what) except -1:
     return code
 
 
+cdef int64_t _as_int64(object value, str what) except? -1:
+    """An integer from a user, with operator.index semantics: ints and
+    objects with __index__ (numpy integers) only, never a float's truncation.
+    ValueError past int64 (what the core's checks then see as out of range)."""
+    try:
+        index = PyNumber_Index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
+    if not -(1 << 63) <= index < (1 << 63):
+        raise ValueError(f"{what} {index} does not fit in int64")
+    return index
+
+
+cdef tuple _shape_of(object shape, str what):
+    """A shape from a user: an integer or a sequence of integers (each with
+    operator.index semantics), none negative."""
+    try:
+        dims = (PyNumber_Index(shape),)
+    except TypeError:
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise TypeError(f"{what}: shape must be an integer or a sequence of integers, "
+                            f"got {type(shape).__name__}") from None
+    out = tuple([_as_int64(size, f"{what}: size") for size in dims])
+    for size in out:
+        if size < 0:
+            raise ValueError(f"{what}: negative size {size} in shape {out}")
+    return out
+
+
 # parse_device's device types, for its Python callers.
 DEVICE_CPU = AOTIRT_DEVICE_CPU
 DEVICE_CUDA = AOTIRT_DEVICE_CUDA
 
 
 cpdef tuple parse_device(object device):
-    if isinstance(device, int) and not isinstance(device, bool):
-        if device < 0:
-            raise ValueError(f"device index must be >= 0, got {device}")
-        return (AOTIRT_DEVICE_CUDA, device)
+    if not isinstance(device, (bool, float, str)) and hasattr(device, "__index__"):
+        index = PyNumber_Index(device)   # ints and numpy integers, not floats or bools
+        if not 0 <= index < (1 << 31):
+            raise ValueError(f"device index must be >= 0 (and fit in an int), got {device}")
+        return (AOTIRT_DEVICE_CUDA, index)
     if isinstance(device, str):
         if device == "cpu":
             return (AOTIRT_DEVICE_CPU, 0)
         if device == "cuda":
             return (AOTIRT_DEVICE_CUDA, 0)
-        if device.startswith("cuda:") and device[5:].isdigit():
+        if device.startswith("cuda:") and device[5:].isascii() and device[5:].isdigit() and len(device) < 15:
             return (AOTIRT_DEVICE_CUDA, int(device[5:]))
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or an int, got {device!r}")
 
@@ -472,17 +504,18 @@ cdef Tensor _import_cai(object obj, int device_index, aotirt_stream* stream, obj
     cdef int64_t* c_strides = NULL
     cdef int d
     for d in range(ndim):
-        sizes[d] = shape[d]
+        sizes[d] = _as_int64(shape[d], f"{what}: __cuda_array_interface__ shape")
     byte_strides = cai.get("strides")
     if byte_strides is not None:
         if len(byte_strides) != ndim:
             raise ValueError(f"{what}: __cuda_array_interface__ has {len(byte_strides)} strides "
                              f"for {ndim} dimensions")
         for d in range(ndim):
-            if byte_strides[d] % itemsize != 0:
-                raise ValueError(f"{what}: stride {byte_strides[d]} bytes is not a multiple of the "
+            stride = _as_int64(byte_strides[d], f"{what}: __cuda_array_interface__ stride")
+            if stride % itemsize != 0:
+                raise ValueError(f"{what}: stride {stride} bytes is not a multiple of the "
                                  f"item size ({itemsize} bytes)")
-            strides[d] = byte_strides[d] // itemsize
+            strides[d] = stride // itemsize
         c_strides = strides
     # Version 3's stream: the consumer must order itself after it. None: the
     # data is ready; 1 and 2 are the legacy and per-thread default streams.
@@ -495,7 +528,12 @@ cdef Tensor _import_cai(object obj, int device_index, aotirt_stream* stream, obj
             raise ValueError(f"{what}: __cuda_array_interface__ stream {producer} is not allowed "
                              f"(the interface says 1 for the legacy default stream, 2 for per-thread)")
         producer_stream = producer
-    cdef uintptr_t address = data[0]
+    if not isinstance(data, tuple) or len(data) != 2:
+        raise TypeError(f"{what}: __cuda_array_interface__ data must be (address, read_only), got {data!r}")
+    address_value = PyNumber_Index(data[0]) if hasattr(data[0], "__index__") else None
+    if address_value is None or not 0 <= address_value < (1 << 64):
+        raise TypeError(f"{what}: __cuda_array_interface__ data address {data[0]!r} is not a pointer")
+    cdef uintptr_t address = address_value
     cdef int32_t device = 0
     cdef aotirt_status status
     if address != 0:
@@ -677,13 +715,18 @@ cdef class Tensor:
         """A new numpy array with this tensor's data (waits for its stream)."""
         return copy_to_host(self)
 
-    def narrow(self, int64_t dim, int64_t start, int64_t length):
+    def narrow(self, dim, start, length):
         """A view of elements ``[start, start + length)`` along `dim`.
 
-        The view shares this tensor's memory and keeps it alive.
+        The view shares this tensor's memory and keeps it alive. Integers
+        only (operator.index semantics); ``0 <= start <= size`` and
+        ``0 <= length <= size - start``, a negative `dim` counts from the end.
         """
+        cdef int64_t c_dim = _as_int64(dim, "narrow: dim")
+        cdef int64_t c_start = _as_int64(start, "narrow: start")
+        cdef int64_t c_length = _as_int64(length, "narrow: length")
         cdef aotirt_tensor* out = NULL
-        check(aotirt_tensor_narrow(self._t, dim, start, length, &out))
+        check(aotirt_tensor_narrow(self._t, c_dim, c_start, c_length, &out))
         return wrap_tensor(out)
 
     def copy_(self, Tensor src not None):
@@ -883,7 +926,7 @@ def empty(shape, dtype="float32", device="cpu", stream=None):
     cdef int device_index
     device_type, device_index = parse_device(device)
     cdef int32_t code = dtype_code_of(dtype)
-    shape = tuple(shape)
+    shape = _shape_of(shape, "empty")
     if len(shape) > AOTIRT_MAX_DIMS:
         raise ValueError(f"{len(shape)} dimensions, at most {AOTIRT_MAX_DIMS} are supported")
     cdef int64_t sizes[AOTIRT_MAX_DIMS]
@@ -1134,17 +1177,16 @@ def empty_pinned(shape, dtype="float32"):
         dt = _numpy_dtype(dtype_code_of(dtype))
     except TypeError:
         dt = np.dtype(dtype)
-    try:
-        shape = (PyNumber_Index(shape),)
-    except TypeError:
-        shape = tuple([PyNumber_Index(size) for size in shape])
-    cdef Py_ssize_t count = 1
+    shape = _shape_of(shape, "empty_pinned")
+    elements = 1   # in Python integers: a product past int64 must not wrap
     for size in shape:
-        if size < 0:
-            raise ValueError(f"empty_pinned: negative size {size} in shape {shape}")
-        count *= size
+        elements *= size
+    total = elements * dt.itemsize
+    if total >= (1 << 63):
+        raise ValueError(f"empty_pinned: shape {shape} of {dt} is {total} bytes, more than fit in int64")
+    cdef Py_ssize_t count = elements
     cdef _PinnedMemory memory = _PinnedMemory.__new__(_PinnedMemory)
-    cdef size_t nbytes = count * dt.itemsize
+    cdef size_t nbytes = total
     cdef void* ptr = NULL
     cdef aotirt_status status
     with nogil:
