@@ -86,6 +86,12 @@ def locate(path, model=None):
         raise AotiError(f"cannot open model {path}: no such file")
     if zipfile.is_zipfile(path):
         return _extract_package(path, model)
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PK\x03\x04" or path.endswith(".pt2"):
+        # Not a library either: say what it looks like instead of "not an ELF file".
+        raise AotiError(f"cannot read package {path}: not a complete zip file (truncated or damaged: its "
+                        f"central directory cannot be found)")
     return path, None, None
 
 
@@ -172,7 +178,7 @@ def _metadata(package, entry, file):
     try:
         with open(file, "rb") as f:
             value = json.loads(f.read().decode("utf-8"))
-    except ValueError as e:   # JSONDecodeError, UnicodeDecodeError
+    except (ValueError, RecursionError) as e:   # JSONDecodeError, UnicodeDecodeError, nesting too deep
         raise AotiError(f"{package}: entry {entry!r} is not valid JSON metadata: {e}") from None
     if not isinstance(value, dict):
         raise AotiError(f"{package}: entry {entry!r} holds a JSON {type(value).__name__}, "
@@ -223,7 +229,7 @@ def _extract_safely(path, target):
     try:
         os.makedirs(parent, exist_ok=True)
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError, ValueError) as e:
+    except _extraction_errors() as e:   # its directory: damaged, or from a zip version Python cannot read
         raise AotiError(f"cannot read package {path}: {e}") from None
     with archive:
         members = _checked_members(path, archive)
@@ -247,12 +253,24 @@ def _extract_safely(path, target):
                 json.dump({"package": os.path.abspath(path), "entries": entries}, f)
             _install(staging, target)
             return entries
-        except (zipfile.BadZipFile, EOFError, zlib.error, RuntimeError, NotImplementedError, OSError) as e:
+        except _extraction_errors() as e:
             # A corrupt or encrypted entry, an unsupported compression, a full disk...
             where = f" (entry {entry!r})" if entry else ""
             raise AotiError(f"cannot extract package {path}{where}: {e}") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extraction_errors():
+    """What reading a damaged entry can raise: zipfile's own errors and those of
+    each decompressor (lzma and bz2 are optional parts of Python)."""
+    errors = [zipfile.BadZipFile, EOFError, zlib.error, RuntimeError, NotImplementedError, OSError, ValueError]
+    try:
+        import lzma
+        errors.append(lzma.LZMAError)
+    except ImportError:
+        pass
+    return tuple(errors)
 
 
 def _install(staging, target):
