@@ -459,3 +459,18 @@ def test_cuda_array_interface_entries_must_be_integers():
 def test_device_indices_are_integers(device):
     with pytest.raises(ValueError, match="device"):
         aotirt.empty((2,), device=device)
+
+
+@pytest.mark.parametrize("device", [2.5, "0", None, True])
+def test_stream_device_indices_are_integers(device):
+    # Stream.shared(2.5) was Stream.shared(2).
+    with pytest.raises(TypeError, match="a device index must be an integer"):
+        aotirt.Stream.shared(device)
+    with pytest.raises(TypeError, match="a device index must be an integer"):
+        aotirt.Stream.create(device)
+
+
+def test_stream_device_index_range():
+    for device in (-1, 2**40):
+        with pytest.raises(ValueError, match="device index must be >= 0"):
+            aotirt.Stream.shared(device)
