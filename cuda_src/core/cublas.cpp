@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 #include <utility>
 #include <vector>
@@ -55,6 +56,14 @@ void load(Library& lib) {
   const char* configured = std::getenv("AOTIRT_CUBLAS");
   const bool from_env = configured && *configured;
   std::vector<std::string> candidates;
+  if (from_env && !std::strchr(configured, '/')) {
+    // A bare name would make dlopen search the library path for it: not the
+    // file the user named. A path is what the variable takes.
+    lib.error = "AOTIRT_CUBLAS=" + std::string(configured) + " is not a path (it has no '/'): dlopen would "
+                "search the library path for it. Set it to the full path of libcublas.so.13 or libcublas.so.12 "
+                "(./libcublas.so.13 for one in the working folder), or unset it";
+    return;
+  }
   if (from_env)
     candidates.push_back(configured);
   else
