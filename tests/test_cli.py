@@ -181,3 +181,12 @@ def test_run_a_broken_package(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "aotirt", "run", str(bad)], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ, AOTIRT_CACHE=str(tmp_path / "cache")))
     assert_one_line_error(proc, 1, "AotiError", "bad.pt2: entry", "holds a JSON list")
+
+
+def test_output_names_cannot_write_outside_out():
+    from aotirt.__main__ import _file_names
+
+    assert _file_names(["hidden", "logits"], 2) == ["hidden", "logits"]
+    assert _file_names(["../../etc/x", "/abs", "a/b", "", ".hidden", "ok", "ok", "x\0y"], 8) == [
+        "output0", "output1", "output2", "output3", "output4", "ok", "output6", "output7"]
+    assert _file_names(None, 2) == ["output0", "output1"]

@@ -105,6 +105,22 @@ def _load_input(path):
         raise UsageError(f"cannot read {path} as a .npy array: {e}") from None
 
 
+def _file_names(names, count):
+    """Output names as file names: the library's own where they are plain
+    names, else output<i>. A name comes from the library (or the package),
+    and must not make --out write elsewhere ('../x', '/abs', 'a/b') or twice."""
+    import re
+
+    chosen, used = [], set()
+    for i in range(count):
+        name = names[i] if names and i < len(names) else ""
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", name or "") or name in used:
+            name = f"output{i}"
+        used.add(name)
+        chosen.append(name)
+    return chosen
+
+
 def run(args):
     import numpy as np
 
@@ -126,7 +142,7 @@ def run(args):
     handle = loader.open_handle(library, device, None, blob)
     with handle:
         outputs = handle.run(inputs)
-        names = handle.output_names or [f"output{i}" for i in range(len(outputs))]
+        names = _file_names(handle.output_names, len(outputs))
         if args.out:
             os.makedirs(args.out, exist_ok=True)
         for name, tensor in zip(names, outputs):
