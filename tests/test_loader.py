@@ -283,3 +283,12 @@ def test_a_damaged_cache_that_cannot_be_replaced_says_where(tmp_path, private_ca
     with pytest.raises(aotirt.AotiError, match=rf"the cached extraction at {target} is damaged .* could not be "
                                                r"replaced .*Permission denied.*: delete that folder"):
         aotirt.load(package)
+
+
+@pytest.mark.parametrize("value, message", [("8G", "is not a number of bytes"), ("-1", "is negative")])
+def test_bad_size_limits_in_the_environment(tmp_path, monkeypatch, value, message):
+    # They were parsed at import: a bad value made `import aotirt.loader` fail.
+    package = make_package(tmp_path / "m.pt2", {"pkg/data/aotinductor/model/x.wrapper.so": library_bytes()})
+    monkeypatch.setenv("AOTIRT_PT2_MAX_ENTRY_BYTES", value)
+    with pytest.raises(aotirt.AotiError, match=f"AOTIRT_PT2_MAX_ENTRY_BYTES='{value}' {message}"):
+        aotirt.load(package)

@@ -22,9 +22,26 @@ import zlib
 
 # Largest single entry and largest total that extraction accepts. A package's
 # declared sizes are checked before anything is written; zipfile then checks
-# that each entry inflates to exactly its declared size and CRC.
-MAX_ENTRY_BYTES = int(os.environ.get("AOTIRT_PT2_MAX_ENTRY_BYTES", 8 << 30))
-MAX_TOTAL_BYTES = int(os.environ.get("AOTIRT_PT2_MAX_TOTAL_BYTES", 32 << 30))
+# that each entry inflates to exactly its declared size and CRC. The
+# environment variables are read at each extraction (a bad value is an
+# AotiError then, not an import failure).
+MAX_ENTRY_BYTES = 8 << 30
+MAX_TOTAL_BYTES = 32 << 30
+
+
+def _limit(variable, default):
+    from aotirt._errors import AotiError
+
+    text = os.environ.get(variable)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise AotiError(f"{variable}={text!r} is not a number of bytes (an integer, e.g. {default})") from None
+    if value < 0:
+        raise AotiError(f"{variable}={text!r} is negative: it is a number of bytes")
+    return value
 
 _AOTI_DIR = "data/aotinductor/"
 
@@ -303,6 +320,8 @@ def _checked_members(path, archive):
     """The (entry, path under data/aotinductor/) pairs to extract, all checked."""
     from aotirt._errors import AotiError
 
+    max_entry = _limit("AOTIRT_PT2_MAX_ENTRY_BYTES", MAX_ENTRY_BYTES)
+    max_total = _limit("AOTIRT_PT2_MAX_TOTAL_BYTES", MAX_TOTAL_BYTES)
     members, total, seen = [], 0, set()
     for info in archive.infolist():
         name = info.filename
@@ -321,12 +340,12 @@ def _checked_members(path, archive):
         if relative in seen:
             raise AotiError(f"{path}: entry {name!r} appears twice (a package names each file once)")
         seen.add(relative)
-        if info.file_size > MAX_ENTRY_BYTES:
+        if info.file_size > max_entry:
             raise AotiError(f"{path}: entry {name!r} is {info.file_size} bytes, over the limit of "
-                            f"{MAX_ENTRY_BYTES} (AOTIRT_PT2_MAX_ENTRY_BYTES)")
+                            f"{max_entry} (AOTIRT_PT2_MAX_ENTRY_BYTES)")
         total += info.file_size
-        if total > MAX_TOTAL_BYTES:
-            raise AotiError(f"{path}: its AOTInductor entries exceed {MAX_TOTAL_BYTES} bytes "
+        if total > max_total:
+            raise AotiError(f"{path}: its AOTInductor entries exceed {max_total} bytes "
                             f"(AOTIRT_PT2_MAX_TOTAL_BYTES)")
         members.append((info, relative))
     return members
