@@ -138,6 +138,11 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const
                                                  const int64_t* strides, int32_t dtype, void (*release)(void*),
                                                  void* release_ctx, aotirt_tensor** out) {
   AOTIRT_TRY(check_dtype(dtype));
+  if (strides)
+    for (int64_t d = 0; d < ndim && d < AOTIRT_MAX_DIMS; ++d)
+      if (strides[d] < 0)
+        return fail(AOTIRT_ERROR_VALUE, "stride " + std::to_string(strides[d]) + " of dimension " + std::to_string(d) +
+                                            " is negative: aotirt tensors take non-negative strides");
   auto storage = StorageRef::adopt(new (std::nothrow) Storage());
   if (!storage) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   storage->data = data;
