@@ -474,3 +474,25 @@ def test_stream_device_index_range():
     for device in (-1, 2**40):
         with pytest.raises(ValueError, match="device index must be >= 0"):
             aotirt.Stream.shared(device)
+
+
+def test_c_api_wrap_host_refuses_negative_strides_and_huge_extents():
+    import ctypes
+
+    from shim_tensors import LIB, last_error
+
+    wrap = LIB.aotirt_tensor_wrap_host
+    wrap.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
+                     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    wrap.restype = ctypes.c_int
+    data = np.zeros(8, np.float32)
+    out = ctypes.c_void_p()
+    sizes = (ctypes.c_int64 * 1)(8)
+    assert wrap(data.ctypes.data, 1, sizes, (ctypes.c_int64 * 1)(-1), 6, None, None, ctypes.byref(out)) == 3
+    assert "stride -1 of dimension 0 is negative" in last_error()
+    huge = (ctypes.c_int64 * 2)(2**40, 2**40)   # sizes 2**40 x 2**40 overflow before any stride does
+    assert wrap(data.ctypes.data, 2, huge, (ctypes.c_int64 * 2)(2**40, 1), 6, None, None, ctypes.byref(out)) == 3
+    assert "than fit in int64" in last_error()
+    sizes = (ctypes.c_int64 * 2)(3, 3)           # numel fits, but the strides span past int64
+    assert wrap(data.ctypes.data, 2, sizes, (ctypes.c_int64 * 2)(2**62, 1), 6, None, None, ctypes.byref(out)) == 3
+    assert "span more bytes than fit in int64" in last_error()
