@@ -158,3 +158,66 @@ def test_torch_library_with_weights_compiled_in_refuses_a_blob():
     with aotirt.load(os.path.join(folder, "model.pt2")) as h:
         with pytest.raises(aotirt.AotiError, match="reads no weights blob: its weights are compiled into the library"):
             h.update_constants_from_blob(b"\0" * 1024)
+
+
+# ---- a library that says nothing about its weights' size ----------------------
+
+UNSIZED_MODEL = r"""
+#include <stddef.h>
+#include <stdint.h>
+static int container;
+int AOTInductorModelContainerCreateWithDevice(void** c, size_t n, const char* d, const char* cubin) {
+  *c = &container;
+  return 0;
+}
+int AOTInductorModelContainerDelete(void* c) { return 0; }
+int AOTInductorModelContainerGetNumInputs(void* c, size_t* n) { *n = 0; return 0; }
+int AOTInductorModelContainerGetNumOutputs(void* c, size_t* n) { *n = 0; return 0; }
+int AOTInductorModelContainerRun(void* c, void** in, size_t ni, void** out, size_t no, void* s, void* p) { return 0; }
+int AOTInductorModelUpdateConstantsFromBlob(void* c, const uint8_t* blob) { return blob[0] == 0xFF; }
+"""
+
+
+@pytest.fixture(scope="module")
+def unsized_model(tmp_path_factory):
+    folder = tmp_path_factory.mktemp("unsized")
+    (folder / "unsized.c").write_text(UNSIZED_MODEL)
+    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(folder / "unsized.so"), str(folder / "unsized.c")], check=True)
+    return str(folder / "unsized.so")
+
+
+def test_a_library_that_says_nothing_gets_a_sized_blob_unchecked(unsized_model):
+    with aotirt.AotiHandle(unsized_model) as h:
+        h.update_constants_from_blob(b"\0" * 16)
+        with pytest.raises(aotirt.AotiError, match=r"\(the library does not say how large its weights blob is: "
+                                                   r"the blob's 16 bytes could not be checked\)"):
+            h.update_constants_from_blob(b"\xff" * 16)
+
+
+def test_the_unsized_c_call_is_refused_where_nothing_can_be_checked(unsized_model):
+    import ctypes
+
+    from shim_tensors import LIB, last_error
+
+    handle = ctypes.c_void_p()
+    LIB.aotirt_handle_open.argtypes = [ctypes.c_char_p, ctypes.c_int32, ctypes.c_int32, ctypes.c_void_p,
+                                       ctypes.POINTER(ctypes.c_void_p)]
+    assert LIB.aotirt_handle_open(unsized_model.encode(), 0, 0, None, ctypes.byref(handle)) == 0
+    try:
+        blob = ctypes.create_string_buffer(16)
+        LIB.aotirt_handle_update_constants_from_blob.argtypes = [ctypes.c_void_p, ctypes.c_char_p]
+        assert LIB.aotirt_handle_update_constants_from_blob(handle, blob) == 3          # AOTIRT_ERROR_VALUE
+        assert "does not say how large its weights blob is, and the blob came without a size" in last_error()
+        size, exact = ctypes.c_uint64(), ctypes.c_bool()
+        LIB.aotirt_handle_constants_blob_size.argtypes = [ctypes.c_void_p, ctypes.POINTER(ctypes.c_uint64),
+                                                          ctypes.POINTER(ctypes.c_bool)]
+        assert LIB.aotirt_handle_constants_blob_size(handle, ctypes.byref(size), ctypes.byref(exact)) == 3
+        # The encoder says: 512000 bytes, exactly.
+        encoder = ctypes.c_void_p()
+        assert LIB.aotirt_handle_open(ENCODER.encode(), 0, 0, None, ctypes.byref(encoder)) == 0
+        assert LIB.aotirt_handle_constants_blob_size(encoder, ctypes.byref(size), ctypes.byref(exact)) == 0
+        assert (size.value, exact.value) == (512000, True)
+        LIB.aotirt_handle_free.argtypes = [ctypes.c_void_p]
+        LIB.aotirt_handle_free(encoder)
+    finally:
+        LIB.aotirt_handle_free(handle)
