@@ -221,3 +221,20 @@ def test_the_unsized_c_call_is_refused_where_nothing_can_be_checked(unsized_mode
         LIB.aotirt_handle_free(encoder)
     finally:
         LIB.aotirt_handle_free(handle)
+
+
+def test_opening_torch_libraries_prints_nothing():
+    # Asking GetConstantsBlobSize of a library whose weights are compiled in
+    # makes torch print "Error: constant blob size is only available for
+    # mmap'd weights" to stderr: it is asked only where it answers.
+    for name in ("mlp", "mlp_blob", "int_ops"):
+        folder, _ = model_folder(name, "cpu")
+        proc = run_python(f"import aotirt\naotirt.load({os.path.join(folder, 'model.pt2')!r}).close()\n")
+        assert proc.returncode == 0 and proc.stderr == "", (name, proc.stderr)
+
+
+def test_torch_library_without_constants_refuses_a_blob():
+    folder, _ = model_folder("int_ops", "cpu")
+    with aotirt.load(os.path.join(folder, "model.pt2")) as h:
+        with pytest.raises(aotirt.AotiError, match="reads no weights blob: it has no constants"):
+            h.update_constants_from_blob(b"\0" * 8)

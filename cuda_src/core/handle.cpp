@@ -290,7 +290,25 @@ void aotirt_handle::inspect_weights() {
   } else {
     data_sizes_known = false;
   }
-  if (api_.constants_blob_size) {
+  // Loaded already, or still to load? Only the container's constant map says
+  // (torch's libraries export it). Asked first: GetConstantsBlobSize throws
+  // for weights compiled into the library, and torch prints every exception
+  // it turns into an error code.
+  const AOTInductorConstantMapEntry* entries = nullptr;
+  size_t loaded = 0;
+  if (api_.extract_constants && api_.num_constants && facts.ignores_blob.empty()) {
+    if (facts.constants == 0) {
+      facts.ignores_blob = "it has no constants";
+    } else if (api_.extract_constants(container_, &entries, &loaded, false) == 0) {
+      if (loaded < facts.constants)
+        facts.missing = true;
+      else
+        // Compiled in, or mapped from the library file itself (mmap'd weights):
+        // torch's UpdateConstantsFromBlob then reads nothing.
+        facts.ignores_blob = "its weights are compiled into the library, loaded when it opens";
+    }
+  }
+  if (api_.constants_blob_size && facts.ignores_blob.empty()) {
     uint64_t bytes = 0;
     if (api_.constants_blob_size(container_, &bytes) == 0) {
       facts.size = WeightsFacts::Size::Exact;
@@ -305,18 +323,6 @@ void aotirt_handle::inspect_weights() {
   if (facts.size == WeightsFacts::Size::Unknown && facts.ignores_blob.empty() && data_sizes_known) {
     facts.size = WeightsFacts::Size::AtLeast;
     facts.bytes = data_bytes;
-  }
-  // Loaded already, or still to load? Only the container's constant map says.
-  const AOTInductorConstantMapEntry* entries = nullptr;
-  size_t loaded = 0;
-  if (api_.extract_constants && facts.constants > 0 &&
-      api_.extract_constants(container_, &entries, &loaded, false) == 0) {
-    if (loaded < facts.constants)
-      facts.missing = true;
-    else if (facts.size == WeightsFacts::Size::Exact && facts.ignores_blob.empty())
-      // torch maps such weights from the library file itself (mmap'd weights):
-      // UpdateConstantsFromBlob reads no blob then either.
-      facts.ignores_blob = "its weights are in the library file, loaded when it opens";
   }
   clear_error();
   weights_ = facts;
