@@ -21,14 +21,29 @@ $(DEPS):
 	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings
 	touch $@
 
-build: $(DEPS)
+# `pip install -e .` registers the package in the venv, once; after that a
+# build is setup.py's, which rebuilds only what changed, and it runs only
+# when a source is newer than the last build (nothing to do: no build at all).
+INSTALLED := $(VENV)/.aotirt-installed
+BUILT := $(VENV)/.aotirt-built
+SOURCES := setup.py pyproject.toml $(shell find cuda_src include -type f) \
+	$(shell find pyx -type f \( -name '*.pyx' -o -name '*.pxd' -o -name '*.py' -o -name '*.pyi' \))
+
+$(INSTALLED): $(DEPS)
 	$(PY) -m pip install --quiet --no-build-isolation --no-deps -e .
+	touch $@
+
+$(BUILT): $(INSTALLED) $(SOURCES)
+	$(PY) setup.py -q build_ext --inplace
+	touch $@
+
+build: $(BUILT)
 
 demo: build
 	$(PY) -m aotirt demo --compare-sync
 
 test: build
-	$(PY) -m pytest -q tests
+	$(PY) -m pytest -q -rs tests
 
 NVCC ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 PKG := $(CURDIR)/pyx/aotirt
@@ -44,6 +59,8 @@ $(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_ker
 		-L$(PKG) -laotirt -Xlinker -rpath,$(PKG) -cudart shared
 
 # On a GPU machine: the C harness and the Python benchmarks, then the report.
+# ops.py and zoo.py set aotirt's shims and the zoo's models (compiled by
+# tests/aoti/build.py) beside torch's; AOTIRT_BENCH_QUICK=1 shortens them.
 # bench.py runs the harness's dispatch case itself, between its own
 # repetitions, so that C and Python dispatch are timed under the same host.
 bench: build
@@ -53,6 +70,8 @@ run-bench: $(HARNESS)
 	$(HARNESS) --models $(PKG)/models --cases pipeline,copy | tee $(RESULTS)
 	$(PY) bench/bench.py --harness $(HARNESS) --out $(RESULTS)
 	$(PY) bench/kernel_times.py --out $(RESULTS)
+	$(PY) bench/ops.py --out $(RESULTS)
+	$(PY) bench/zoo.py --out $(RESULTS)
 	$(PY) bench/report.py $(RESULTS) --command "$(BENCH_COMMAND)" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.

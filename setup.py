@@ -7,22 +7,41 @@ Environment:
   AOTIRT_BUILD_JOBS  parallel nvcc/g++ jobs (default: CPU count)
   AOTIRT_SANITIZE    e.g. "address,undefined": build every host part with these
                      sanitizers (make asan; never for a release build)
+  AOTIRT_BUILD_VERBOSE=1   print every command in full (else one line per step)
+  AOTIRT_CUDNN_INCLUDE, AOTIRT_CUDNN_FRONTEND_INCLUDE
+                     the folders of cudnn.h and cudnn_frontend.h (else those of
+                     the installed nvidia-cudnn and nvidia-cudnn-frontend wheels);
+                     with both, the core is built with AOTIRT_HAVE_CUDNN=1;
+                     AOTIRT_NVRTC_INCLUDE the folder of nvrtc.h, which
+                     cudnn-frontend includes (else the toolkit's, then the
+                     nvidia-cuda-nvrtc wheel's)
+
+Incremental: each object is rebuilt only when it is missing, when its source
+or a header it includes (the compiler's dependency file) is newer, or when its
+command changed (flags, architectures, defines); each library is relinked only
+when one of its objects is newer or its command changed.
 """
 
 import os
+import re
+import shlex
 import shutil
 import subprocess
 import sys
+import sysconfig
+import threading
 from concurrent.futures import ThreadPoolExecutor
 
 from setuptools import Extension, setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
-CORE_SOURCES = ["errors.cpp", "elf_check.cpp", "block_cache.cpp", "stream.cpp", "tensor.cpp", "copy.cu", "shims.cpp",
-                "handle.cpp", "graph_memory.cpp", "graph.cpp", "interop.cpp", "api.cpp",
-                "matmul_check.cpp", "matmul_cpu.cpp", "matmul_cuda.cpp", "matmul_shims.cpp", "cublas.cpp",
-                "attention.cpp", "attention_cpu.cpp", "attention.cu", "conv_cpu.cpp", "scan_cpu.cpp"]
+SRC = os.path.join(ROOT, "cuda_src")
+# The Cython modules of pyx/aotirt, each linked to libaotirt.so.
+CYTHON_MODULES = ["_errors", "_dtypes", "_device", "_stream", "_host", "_interop", "_tensor", "_convert", "_graph",
+                  "_handle", "_testing"]
+# libaotirt.so: every .cpp and .cu under these folders of cuda_src/.
+CORE_DIRS = ["runtime", "shims"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU
 # builds, CUDA for the CUDA builds.
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
@@ -41,17 +60,19 @@ MODELS = {
 # Models that keep weights: compiled with AOTIRT_MODEL_HAS_STATE (their
 # container owns the weights), which make_weights.py writes beside them.
 WEIGHTS = ["encoder", "decoder"]
-# The only source that reads AOTIRT_MODEL_HAS_STATE. The CUDA builds pass it
-# to no other, so that a source shared by models with and without weights
-# (the kernels) is compiled once, not once per set of defines.
+# The only source that reads AOTIRT_MODEL_HAS_STATE. No other is compiled
+# with it, so that a source shared by models with and without weights (the
+# kernels) is compiled once, not once per set of defines.
 STATE_SOURCES = ["models/container.cpp"]
-MAKE_WEIGHTS = os.path.join(ROOT, "cuda_src", "models", "make_weights.py")
+MAKE_WEIGHTS = os.path.join(SRC, "models", "make_weights.py")
 # Test-only libraries, built for CUDA only into models/testing/.
 TESTING_CUDA_MODELS = {
     "fault": ["models/container.cpp", "models/testing/fault.cpp", "models/testing/fault_kernel.cu"],
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
+    "sdpa": ["models/container.cpp", "models/testing/sdpa.cpp"],
+    "fallback_ops": ["models/container.cpp", "models/testing/fallback_ops.cpp"],
 }
-CYTHON_MODULES = ["_errors", "_stream", "_tensor", "_graph", "_handle"]
+VERBOSE = os.environ.get("AOTIRT_BUILD_VERBOSE") == "1"
 
 
 def find_cuda_home():
@@ -72,6 +93,58 @@ def cuda_lib_dir(home):
     sys.exit(f"aotirt: libcudart.so was not found under {home}: install the CUDA runtime, or set CUDA_HOME")
 
 
+def _header_dirs(env, relative, fallbacks=()):
+    """Folders that may hold a header: `env`'s value alone when set, else
+    `relative` under each site-packages folder, then `fallbacks`."""
+    if os.environ.get(env):
+        return [os.environ[env]]
+    sites = [sysconfig.get_paths()[k] for k in ("purelib", "platlib")] + [p for p in sys.path if p]
+    dirs = []
+    for d in [os.path.join(site, relative) for site in sites] + list(fallbacks):
+        if d not in dirs:
+            dirs.append(d)
+    return dirs
+
+
+def _find_header(name, dirs):
+    return next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
+
+
+def find_cudnn(cuda_home):
+    """(include folders, defines) for building the cuDNN shims, or ([], [])
+    with a line saying why aotirt builds without them."""
+    system = [os.path.join(cuda_home, "include"), "/usr/include", "/usr/local/include"]
+    cudnn = _find_header("cudnn.h", _header_dirs("AOTIRT_CUDNN_INCLUDE", os.path.join("nvidia", "cudnn", "include"),
+                                                 system))
+    frontend = _find_header("cudnn_frontend.h", _header_dirs("AOTIRT_CUDNN_FRONTEND_INCLUDE", "include", system))
+    # cudnn-frontend includes NVRTC's header (its experimental engines).
+    nvrtc = _find_header("nvrtc.h", [os.path.join(cuda_home, "include")] +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cu13", "include")) +
+                         _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cuda_nvrtc", "include")))
+    why = None
+    if not cudnn:
+        why = "cudnn.h not found (pip install nvidia-cudnn-cu13, or set AOTIRT_CUDNN_INCLUDE)"
+    elif not frontend:
+        why = "cudnn_frontend.h not found (pip install nvidia-cudnn-frontend, or set AOTIRT_CUDNN_FRONTEND_INCLUDE)"
+    else:
+        with open(os.path.join(frontend, "cudnn_frontend_version.h")) as f:
+            text = f.read()
+        major, minor = (int(re.search(rf"CUDNN_FRONTEND_{part}_VERSION\s+(\d+)", text).group(1))
+                        for part in ("MAJOR", "MINOR"))
+        if (major, minor) < (1, 13):
+            why = (f"cudnn-frontend {major}.{minor} in {frontend} is older than 1.13 "
+                   "(pip install -U nvidia-cudnn-frontend)")
+        elif not nvrtc and os.path.exists(os.path.join(frontend, "cudnn_frontend", "experimental", "nvrtc_shim.h")):
+            why = "nvrtc.h, which cudnn-frontend includes, not found (pip install nvidia-cuda-nvrtc)"
+    if why:
+        print(f"aotirt: building without cuDNN: {why}; CUDA convolutions will fail saying so", flush=True)
+        return [], []
+    dirs = [d for d in (cudnn, frontend, nvrtc) if d]
+    print(f"aotirt: building with cuDNN (headers: {', '.join(dirs)})", flush=True)
+    flags = [f for d in dirs for f in ("-isystem", d)]
+    return flags, ["AOTIRT_HAVE_CUDNN=1", "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"]
+
+
 def gencode_flags():
     archs = os.environ.get("AOTIRT_CUDA_ARCHS", "80;90").replace(",", ";")
     versions = sorted({int(a.strip().replace("sm_", "")) for a in archs.split(";") if a.strip()})
@@ -90,16 +163,132 @@ def sanitize_flags():
     return [f"-fsanitize={name}" for name in wanted] + ["-fno-omit-frame-pointer", "-g"] if wanted else []
 
 
-def newer(target, sources):
-    if not os.path.exists(target):
-        return True
-    t = os.path.getmtime(target)
-    return any(os.path.getmtime(s) > t for s in sources)
+def _search_paths():
+    import site
+
+    paths = list(sys.path)
+    try:
+        paths += site.getsitepackages() + [site.getusersitepackages()]
+    except AttributeError:  # virtualenv's old site.py
+        pass
+    return [p for i, p in enumerate(paths) if p and os.path.isdir(p) and p not in paths[:i]]
 
 
-def run(cmd):
-    print(" ".join(cmd), flush=True)
-    subprocess.run(cmd, check=True)
+# ---- steps: compiles, links, commands; each run only when out of date --------
+
+
+def _mtime(path):
+    try:
+        return os.stat(path).st_mtime
+    except OSError:
+        return None
+
+
+def _dependencies(depfile):
+    """The files a make-style dependency file lists, or None without one."""
+    try:
+        with open(depfile) as f:
+            text = f.read()
+    except OSError:
+        return None
+    body = text.split(":", 1)[1] if ":" in text else ""
+    return [os.path.join(ROOT, d) for d in shlex.split(body.replace("\\\n", " "))]
+
+
+class Step:
+    """One command that writes `outputs` from `inputs`. Needed when an output
+    is missing or older than an input (the dependency file's included), or
+    was made by another command (the one recorded in `signature`)."""
+
+    def __init__(self, label, cmd, outputs, inputs, signature, depfile=None, quiet=False):
+        self.label, self.cmd, self.outputs, self.inputs = label, cmd, outputs, list(inputs)
+        self.signature, self.depfile, self.quiet = signature, depfile, quiet
+
+    def needed(self, rebuilt=()):
+        made = [_mtime(o) for o in self.outputs]
+        if None in made or any(i in rebuilt for i in self.inputs):
+            return True
+        try:
+            with open(self.signature) as f:
+                if f.read() != " ".join(self.cmd):
+                    return True
+        except OSError:
+            return True
+        inputs = list(self.inputs)
+        if self.depfile:
+            deps = _dependencies(self.depfile)
+            if deps is None:
+                return True
+            inputs += deps
+        oldest = min(made)
+        return any((_mtime(i) or float("inf")) > oldest for i in inputs)
+
+    def run(self):
+        """(True, what the command printed) or (False, the command and its output)."""
+        for path in self.outputs + [self.signature]:
+            os.makedirs(os.path.dirname(path), exist_ok=True)
+        proc = subprocess.run(self.cmd, cwd=ROOT, capture_output=True, text=True, check=False)
+        output = (proc.stdout + proc.stderr).strip()
+        if proc.returncode != 0:
+            if os.path.exists(self.signature):
+                os.remove(self.signature)  # whatever the command left is not its output
+            return False, f"{' '.join(self.cmd)}\n{output}"
+        with open(self.signature, "w") as f:
+            f.write(" ".join(self.cmd))
+        return True, output
+
+
+class Builder:
+    """Runs the compiles, then the links (and other commands), `jobs` at a
+    time, printing one numbered line per step ("[3/27] nvcc runtime/tensor.cpp");
+    nothing when everything is up to date. Each step's command is recorded
+    under `records` (the build folder)."""
+
+    def __init__(self, jobs, records, force=False):
+        self.jobs, self.records, self.force = jobs, records, force
+        self.compiles, self.links = {}, []
+
+    def _signature(self, target):
+        return os.path.join(self.records, os.path.abspath(target).strip(os.sep).replace(os.sep, "_") + ".cmd")
+
+    def compile(self, label, cmd, obj, source):
+        # Objects are shared between libraries: one step per object file.
+        if obj not in self.compiles:
+            self.compiles[obj] = Step(label, cmd + ["-MD", "-MF", obj + ".d"], [obj], [source], self._signature(obj),
+                                      obj + ".d")
+        return obj
+
+    def link(self, label, cmd, outputs, inputs, quiet=False):
+        """A step after the compiles; `quiet`: what it prints on success is not shown."""
+        self.links.append(Step(label, cmd, outputs, inputs, self._signature(outputs[0]), quiet=quiet))
+
+    def run(self):
+        compiles = [s for s in self.compiles.values() if self.force or s.needed()]
+        rebuilt = {s.outputs[0] for s in compiles}
+        links = [s for s in self.links if self.force or s.needed(rebuilt)]
+        total, done, lock = len(compiles) + len(links), [0], threading.Lock()
+
+        def execute(step):
+            with lock:
+                done[0] += 1
+                print(f"[{done[0]}/{total}] {' '.join(step.cmd) if VERBOSE else step.label}", flush=True)
+            return step, step.run()
+
+        for phase in (compiles, links):
+            with ThreadPoolExecutor(self.jobs) as pool:
+                results = list(pool.map(execute, phase))
+            for step, (ok, output) in results:
+                if ok and output and not step.quiet:  # warnings
+                    print(f"{step.label}:\n{output}", flush=True)
+            failed = [(step, output) for step, (ok, output) in results if not ok]
+            for step, output in failed:
+                print(f"aotirt: {step.label} failed:\n{output}", file=sys.stderr, flush=True)
+            if failed:
+                sys.exit(f"aotirt: the build failed ({len(failed)} of {len(phase)} steps)")
+
+
+def _relative(path):
+    return os.path.relpath(path, SRC if path.startswith(SRC + os.sep) else ROOT)
 
 
 class BuildAotirt(build_ext):
@@ -110,111 +299,100 @@ class BuildAotirt(build_ext):
         self.nvcc = os.path.join(self.cuda_home, "bin", "nvcc")
         self.cuda_lib = cuda_lib_dir(self.cuda_home)
         package_dir = os.path.dirname(self.get_ext_fullpath("aotirt._handle"))
-        os.makedirs(os.path.join(package_dir, "models"), exist_ok=True)
-        self.jobs = int(os.environ.get("AOTIRT_BUILD_JOBS", os.cpu_count() or 2))
-        headers = [os.path.join(ROOT, "include", "aotirt", h) for h in os.listdir(os.path.join(ROOT, "include", "aotirt"))]
-
-        core = os.path.join(package_dir, "libaotirt.so")
-        core_dir = os.path.join(ROOT, "cuda_src", "core")
-        core_sources = [os.path.join(core_dir, s) for s in CORE_SOURCES]
-        core_headers = headers + [os.path.join(core_dir, h) for h in os.listdir(core_dir) if h.endswith(".h")]
-        if newer(core, core_sources + core_headers):
-            self.build_core(core_sources, core)
-
-        src = os.path.join(ROOT, "cuda_src")
-        # .inc: kernels_api.inc, the kernel declarations kernels.h includes.
-        model_headers = headers + [os.path.join(src, d, h) for d in ("models", "kernels")
-                                   for h in os.listdir(os.path.join(src, d)) if h.endswith((".h", ".cuh", ".inc"))]
-        cpu_builds = []
-        cuda_targets = []  # (sources, defines, library)
-        for name, (common, cpu_only, cuda_only) in MODELS.items():
-            defines = ["AOTIRT_MODEL_HAS_STATE"] if name in WEIGHTS else []
-            cpu_sources = [os.path.join(src, s) for s in common + cpu_only]
-            cuda_sources = [os.path.join(src, s) for s in common + cuda_only]
-            cpu_lib = os.path.join(package_dir, "models", f"{name}_cpu.so")
-            cuda_lib = os.path.join(package_dir, "models", f"{name}_cuda.so")
-            if newer(cpu_lib, cpu_sources + model_headers):
-                cpu_builds.append(lambda c=cpu_sources, d=defines, o=cpu_lib: self.build_cpu_model(c, o, d))
-            if newer(cuda_lib, cuda_sources + model_headers):
-                cuda_targets.append((cuda_sources, ["AOTIRT_MODEL_CUDA"] + defines, cuda_lib))
-        weights_dir = os.path.join(package_dir, "models")
-        if any(newer(os.path.join(weights_dir, f"{name}.weights"), [MAKE_WEIGHTS]) for name in WEIGHTS):
-            cpu_builds.append(lambda: run([sys.executable, MAKE_WEIGHTS, weights_dir]))
-        os.makedirs(os.path.join(package_dir, "models", "testing"), exist_ok=True)
-        for name, sources in TESTING_CUDA_MODELS.items():
-            sources = [os.path.join(src, s) for s in sources]
-            target = os.path.join(package_dir, "models", "testing", f"{name}_cuda.so")
-            if newer(target, sources + model_headers):
-                cuda_targets.append((sources, ["AOTIRT_MODEL_CUDA"], target))
-        with ThreadPoolExecutor(self.jobs) as pool:
-            futures = [pool.submit(b) for b in cpu_builds]
-            self.build_cuda_models(cuda_targets, pool)
-            for f in futures:
-                f.result()
-
+        self.objects = os.path.join(os.path.abspath(self.build_temp), "aotirt")
+        jobs = int(os.environ.get("AOTIRT_BUILD_JOBS", os.cpu_count() or 2))
+        builder = Builder(jobs, os.path.join(self.objects, "commands"), force=self.force)
+        self.add_core(builder, os.path.join(package_dir, "libaotirt.so"))
+        self.add_models(builder, os.path.join(package_dir, "models"))
+        builder.run()
         for ext in self.extensions:
             ext.library_dirs.append(package_dir)
         super().run()
 
-    def nvcc_compile(self, source, obj, defines=()):
+    # -- commands --
+
+    def nvcc_compile(self, source, obj, defines=(), include=(), extra=()):
         host = ",".join(["-fPIC", "-fvisibility=hidden", "-Wall", *sanitize_flags()])
-        run([self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(),
-             "-Xcompiler", host, *[f"-D{d}" for d in defines],
-             "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj])
+        return [self.nvcc, "-std=c++17", "-O3", "-lineinfo", *gencode_flags(), "-Xcompiler", host,
+                *[f"-D{d}" for d in defines], "-I", os.path.join(ROOT, "include"),
+                *[f for d in include for f in ("-I", d)], *extra, "-c", source, "-o", obj]
 
-    def build_core(self, sources, target):
-        obj_dir = os.path.join(self.build_temp, "core")
-        os.makedirs(obj_dir, exist_ok=True)
-        objects = [os.path.join(obj_dir, os.path.basename(s) + ".o") for s in sources]
-        with ThreadPoolExecutor(self.jobs) as pool:
-            for f in [pool.submit(self.nvcc_compile, s, o, ["AOTIRT_BUILDING_CORE"]) for s, o in zip(sources, objects)]:
-                f.result()
+    def nvcc_link(self, objects, target, extra=()):
         # cudart is linked dynamically: the core, the models and any test
-        # interposer must all see one CUDA runtime (shared/DESIGN.md).
-        run([self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
-             *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}", "-Xlinker", "-soname,libaotirt.so", "-ldl"])
-
-    @staticmethod
-    def sanitize_link():
+        # interposer must all see one CUDA runtime (docs/design.md).
         flags = sanitize_flags()
-        return ["-Xcompiler", ",".join(flags)] if flags else []
+        return [self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target, *objects,
+                *(["-Xcompiler", ",".join(flags)] if flags else []), "-Xlinker", f"-rpath,{self.cuda_lib}", *extra]
 
-    def build_cpu_model(self, sources, target, defines=()):
-        # Like an AOTInductor library built without libtorch: the aoti_torch_*
-        # shims stay undefined and are found in the process at dlopen time.
-        run(["g++", "-std=c++17", "-O2", "-shared", "-fPIC", "-fvisibility=hidden", *sanitize_flags(),
-             *[f"-D{d}" for d in defines], "-I", os.path.join(ROOT, "include"), *sources, "-o", target])
+    # -- libaotirt.so --
 
-    def build_cuda_models(self, targets, pool):
-        # Several libraries share sources (the kernels): each (source,
-        # defines) pair is compiled once, all of them in parallel, then each
-        # library is linked from its objects. AOTIRT_MODEL_HAS_STATE counts
-        # only for STATE_SOURCES, the files that read it.
-        state_sources = {os.path.join(ROOT, "cuda_src", s) for s in STATE_SOURCES}
+    def add_core(self, builder, target):
+        sources = sorted(os.path.join(folder, name) for d in CORE_DIRS
+                         for folder, _dirs, names in os.walk(os.path.join(SRC, d))
+                         for name in names if name.endswith((".cpp", ".cu")))
+        defines = ["AOTIRT_BUILDING_CORE"]
+        # The core's files include each other as "runtime/x.h" and "shims/x.h".
+        include = [SRC]
+        cudnn_flags, cudnn_defines = find_cudnn(self.cuda_home)
+        defines += cudnn_defines
+        objects = []
+        for source in sources:
+            obj = os.path.join(self.objects, "core", _relative(source) + ".o")
+            cmd = self.nvcc_compile(source, obj, defines, include, cudnn_flags)
+            objects.append(builder.compile(f"nvcc {_relative(source)}", cmd, obj, source))
+        # Only the C API and the shims are exported. The C++ template
+        # instances the core makes (cudnn-frontend's among them) stay inside:
+        # with libaotirt loaded RTLD_GLOBAL, another copy in the process
+        # (torch's frontend, of another version) would otherwise bind to ours.
+        exports = os.path.join(self.objects, "core", "exports.map")
+        os.makedirs(os.path.dirname(exports), exist_ok=True)
+        with open(exports, "w") as f:
+            f.write("{\n  global:\n    aoti_torch_*;\n    aotirt_*;\n  local:\n    *;\n};\n")
+        link = ["-Xlinker", "-soname,libaotirt.so", "-Xlinker", f"--version-script={exports}", "-ldl"]
+        builder.link("link libaotirt.so", self.nvcc_link(objects, target, link), [target], objects)
 
-        def key(source, defines):
-            if source not in state_sources:
-                defines = [d for d in defines if d != "AOTIRT_MODEL_HAS_STATE"]
-            return source, tuple(defines)
+    # -- the example models --
 
-        objects = {}
-        for sources, defines, _target in targets:
-            for source in sources:
-                k = key(source, defines)
-                if k not in objects:
-                    tag = "-".join(d.lower() for d in k[1])
-                    name = os.path.relpath(source, ROOT).replace(os.sep, "_") + ".o"
-                    objects[k] = os.path.join(self.build_temp, "models", tag, name)
-        for obj in objects.values():
-            os.makedirs(os.path.dirname(obj), exist_ok=True)
-        for f in [pool.submit(self.nvcc_compile, s, o, list(d)) for (s, d), o in objects.items()]:
-            f.result()
-        links = [pool.submit(run, [self.nvcc, "-shared", *gencode_flags(), "-cudart", "shared", "-o", target,
-                                   *[objects[key(s, defines)] for s in sources],
-                                   *self.sanitize_link(), "-Xlinker", f"-rpath,{self.cuda_lib}"])
-                 for sources, defines, target in targets]
-        for f in links:
-            f.result()
+    def model_object(self, builder, source, defines, cuda):
+        """The object of one model source, compiled once for every library
+        that has it (AOTIRT_MODEL_HAS_STATE counts only for STATE_SOURCES)."""
+        relative = _relative(source)
+        if relative not in STATE_SOURCES:
+            defines = [d for d in defines if d != "AOTIRT_MODEL_HAS_STATE"]
+        state = "AOTIRT_MODEL_HAS_STATE" in defines
+        obj = os.path.join(self.objects, "models", ("cuda" if cuda else "cpu") + ("-state" if state else ""),
+                           relative + ".o")
+        if cuda:
+            cmd = self.nvcc_compile(source, obj, defines)
+        else:
+            # Like an AOTInductor library built without libtorch: the aoti_torch_*
+            # shims stay undefined and are found in the process at dlopen time.
+            cmd = ["g++", "-std=c++17", "-O2", "-fPIC", "-fvisibility=hidden", *sanitize_flags(),
+                   *[f"-D{d}" for d in defines], "-I", os.path.join(ROOT, "include"), "-c", source, "-o", obj]
+        return builder.compile(f"{'nvcc' if cuda else 'g++'} {relative}{' (with state)' if state else ''}", cmd, obj,
+                               source)
+
+    def add_model(self, builder, sources, defines, target, cuda):
+        objects = [self.model_object(builder, os.path.join(SRC, s), defines, cuda) for s in sources]
+        label = f"link {os.path.relpath(target, os.path.dirname(os.path.dirname(target)))}"
+        if cuda:
+            builder.link(label, self.nvcc_link(objects, target), [target], objects)
+        else:
+            builder.link(label, ["g++", "-shared", "-fPIC", *sanitize_flags(), *objects, "-o", target], [target],
+                         objects)
+
+    def add_models(self, builder, models_dir):
+        for name, (common, cpu_only, cuda_only) in MODELS.items():
+            state = ["AOTIRT_MODEL_HAS_STATE"] if name in WEIGHTS else []
+            self.add_model(builder, common + cpu_only, state, os.path.join(models_dir, f"{name}_cpu.so"), False)
+            self.add_model(builder, common + cuda_only, ["AOTIRT_MODEL_CUDA"] + state,
+                           os.path.join(models_dir, f"{name}_cuda.so"), True)
+        for name, sources in TESTING_CUDA_MODELS.items():
+            self.add_model(builder, sources, ["AOTIRT_MODEL_CUDA"],
+                           os.path.join(models_dir, "testing", f"{name}_cuda.so"), True)
+        # One run of the generator writes every model's weights.
+        builder.link(f"weights {', '.join(WEIGHTS)}", [sys.executable, MAKE_WEIGHTS, models_dir],
+                     [os.path.join(models_dir, f"{name}.weights") for name in WEIGHTS], [MAKE_WEIGHTS], quiet=True)
 
 
 def extensions():

@@ -40,10 +40,10 @@ aotirt_tensor* upload_ones(int64_t n, int32_t device_type) {
   std::vector<float> ones(n, 1.0f);
   aotirt_tensor* t = nullptr;
   if (device_type == AOTIRT_DEVICE_CPU) {
-    bench::check(aotirt_tensor_empty(1, &n, 6, AOTIRT_DEVICE_CPU, 0, nullptr, &t), "aotirt_tensor_empty");
+    bench::check(aotirt_tensor_empty(1, &n, AOTIRT_DTYPE_FLOAT32, AOTIRT_DEVICE_CPU, 0, nullptr, &t), "aotirt_tensor_empty");
     std::memcpy(aotirt_tensor_data(t), ones.data(), n * sizeof(float));
   } else {
-    bench::check(aotirt_tensor_upload(ones.data(), 1, &n, 6, 0, nullptr, &t), "aotirt_tensor_upload");
+    bench::check(aotirt_tensor_upload(ones.data(), 1, &n, AOTIRT_DTYPE_FLOAT32, 0, nullptr, &t), "aotirt_tensor_upload");
   }
   return t;
 }
@@ -253,7 +253,7 @@ class PipelineMode {
     decoder_ = open_with_weights(opt, "decoder", decoder_stream_);
     stream_ = aotirt_handle_stream(decoder_);
     const int64_t frame_sizes[2] = {64, 80};
-    bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, 6, 0, aotirt_handle_stream(encoder_), &frames_),
+    bench::check(aotirt_tensor_upload(frames.data(), 2, frame_sizes, AOTIRT_DTYPE_FLOAT32, 0, aotirt_handle_stream(encoder_), &frames_),
                  "aotirt_tensor_upload");
     if (graph_mode_) capture();
   }
@@ -283,7 +283,7 @@ class PipelineMode {
     aotirt_tensor* token = start_token();
     aotirt_tensor* tokens = nullptr;
     const int64_t count = kSteps;
-    bench::check(aotirt_tensor_empty(1, &count, 4, AOTIRT_DEVICE_CUDA, 0, stream_, &tokens), "aotirt_tensor_empty");
+    bench::check(aotirt_tensor_empty(1, &count, AOTIRT_DTYPE_INT64, AOTIRT_DEVICE_CUDA, 0, stream_, &tokens), "aotirt_tensor_empty");
     if (timer) timer->begin(cuda_stream());
     double enqueue_start = bench::now_seconds();
     for (int i = 0; i < kSteps; ++i) {
@@ -327,7 +327,7 @@ class PipelineMode {
   aotirt_tensor* start_token() {
     const int64_t one = 1, start = 0;
     aotirt_tensor* token = nullptr;
-    bench::check(aotirt_tensor_upload(&start, 1, &one, 4, 0, stream_, &token), "aotirt_tensor_upload");
+    bench::check(aotirt_tensor_upload(&start, 1, &one, AOTIRT_DTYPE_INT64, 0, stream_, &token), "aotirt_tensor_upload");
     return token;
   }
 

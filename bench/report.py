@@ -9,6 +9,7 @@ change it. Ratios are computed between figures of the same run.
 import argparse
 import datetime
 import json
+import os
 import subprocess
 
 
@@ -66,12 +67,145 @@ def fmt(value, digits=2):
     return "–" if value is None else f"{value:.{digits}f}"
 
 
+OPS_INTRO = ("GPU time per call of aotirt's shim (called through ctypes as a model library calls "
+             "it, in a process without torch) and of torch's op on the same shapes and layouts: CUDA events "
+             "around a batch of calls queued behind a spin kernel, so the events time the GPU's work and "
+             "not the host's launches. aotirt and torch run in two worker processes that take turns, one "
+             "repetition each per round. The attention shim is the one a model library calls where torch's "
+             "dispatcher picks the `torch` backend. Target: within 1.1x of torch; float16 and bfloat16 "
+             "attention at or below torch.")
+
+ZOO_INTRO = ("Real models (tests/aoti/zoo.py) compiled by torch with its default inductor configs "
+             "and link_libtorch=False, run by aotirt (eagerly and as a replayed CUDA graph, the inputs "
+             "copied in) and by torch's AOTIModelContainerRunnerCuda on the same library. `us per call`: "
+             "calls back to back; `host us per call`: batches of 20 drained in between; `GPU us per call`: "
+             "CUDA events around a batch queued behind a spin kernel, the GPU's own time. The two workers "
+             "take turns, one repetition each per round.")
+
+
+def op_status(row):
+    """ok, over (its ratio above its target) or failed (not timed)."""
+    if row.get("ratio") is None:
+        return "failed"
+    return "ok" if row["ratio"] <= row["target"] else "over"
+
+
+def ops_within_target(rows):
+    """(rows within target, rows) of bench/ops.py's shapes (a failed row counts as not within)."""
+    ops = [r for r in rows if r["case"] == "op" and "shape" in r]
+    return sum(op_status(r) == "ok" for r in ops), len(ops)
+
+
+def ops_section(rows):
+    """bench/ops.py: aotirt's shims against torch's ops, shape by shape."""
+    ops = [r for r in rows if r["case"] == "op"]
+    if not ops:
+        return []
+    out = section("ops", OPS_INTRO, ["op", "model", "shape", "dtype", "aotirt shim", "torch", "aotirt us",
+                                      "torch us", "ratio", "target", "", "note"])
+    untimed = [r for r in ops if "shape" not in r]
+    for row in ops:
+        if row in untimed:
+            continue
+        status = {"ok": "ok", "over": "**over**", "failed": "**failed**"}[op_status(row)]
+        out.append(f"| {row['op']} | {row.get('model', '')} | {row['shape']} | {row['dtype']} | "
+                   f"{row.get('aotirt_shim', '')} | {row.get('torch_backend', '')} | {fmt(row.get('aotirt_us'))} | "
+                   f"{fmt(row.get('torch_us'))} | {fmt(row.get('ratio'))} | {row['target']:.1f}x | {status} | "
+                   f"{row.get('note', '')} |")
+    within, total = ops_within_target(rows)
+    out += ["", f"{within}/{total} shapes within target."]
+    timed = [r for r in ops if r.get("ratio") is not None]
+    if timed:
+        worst = max(timed, key=lambda r: r["ratio"] / r["target"])
+        out.append(f"Furthest from its target: {worst['op']} {worst['shape']} {worst['dtype']}, "
+                   f"{worst['ratio']:.2f}x against {worst['target']:.1f}x.")
+    out += [f"Not timed: {r['note']}" for r in untimed]
+    out.append("")
+    return out
+
+
+def zoo_targets(rows):
+    """Per model of bench/zoo.py: (model, aotirt GPU time / the best torch
+    runner's, aotirt per call / the best torch runner's); None where a side
+    has no figure."""
+    models = list(dict.fromkeys(r["model"] for r in rows if r["case"] == "zoo" and r["model"] != "all"))
+    result = []
+    for model in models:
+        mine = find(rows, case="zoo", model=model, runner="aotirt") or {}
+        torch_rows = [r for r in rows if r["case"] == "zoo" and r["model"] == model
+                      and r["runner"].startswith("torch")]
+        ratios = []
+        for key in ("gpu_us_per_call", "us_per_call"):
+            theirs = [r[key] for r in torch_rows if r.get(key)]
+            ratios.append(mine[key] / min(theirs) if mine.get(key) and theirs else None)
+        result.append((model, *ratios))
+    return result
+
+
+def zoo_section(rows):
+    """bench/zoo.py: the zoo's models, aotirt against torch's runner on the same libraries."""
+    zoo = [r for r in rows if r["case"] == "zoo"]
+    if not zoo:
+        return []
+    out = section("zoo", ZOO_INTRO, ["model", "runner", "us per call", "host us per call", "GPU us per call", "note"])
+    untimed = [r for r in zoo if r["model"] == "all"]
+    for row in zoo:
+        if row in untimed:
+            continue
+        out.append(f"| {row['model']} | {row['runner']} | {fmt(row.get('us_per_call'))} | "
+                   f"{fmt(row.get('host_us_per_call'))} | {fmt(row.get('gpu_us_per_call'))} | "
+                   f"{row.get('note', '')} |")
+    out.append("")
+    met = 0
+    targets = zoo_targets(rows)
+    for model, gpu, call in targets:
+        if gpu is None or call is None:
+            out.append(f"{model}: not compared (a runner has no figure).")
+            continue
+        ok = gpu <= 1.0 and call <= 1.0
+        met += ok
+        out.append(f"{model}: aotirt / torch's runner (the faster of its two modes): GPU time {gpu:.2f} "
+                   f"(target: at most 1), per call {call:.2f} (target: at most 1): {'met' if ok else '**missed**'}.")
+    out += ["", f"{met}/{len(targets)} models meet both targets."]
+    out += [f"Not timed: {r['note']}" for r in untimed]
+    out.append("")
+    return out
+
+
+def zoo_tests_ran(junit_path):
+    """(passed, total) of the zoo's GPU test (test_zoo_model_matches_torch)
+    in a pytest JUnit XML report; None when there is no report."""
+    import xml.etree.ElementTree as ElementTree
+
+    if not junit_path or not os.path.exists(junit_path):
+        return None
+    cases = [c for c in ElementTree.parse(junit_path).iter("testcase")
+             if c.get("name", "").startswith("test_zoo_model_matches_torch[")]
+    passed = [c for c in cases if not any(child.tag in ("failure", "error", "skipped") for child in c)]
+    return len(passed), len(cases)
+
+
+def summary(rows, junit_path):
+    """The gpu-check summary line's zoo and ops parts."""
+    ran = zoo_tests_ran(junit_path)
+    within, total = ops_within_target(rows)
+    zoo = f"zoo: {ran[0]}/{ran[1]} ran" if ran else "zoo: tests not run"
+    return f"{zoo} | ops: {within}/{total} within target"
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("results")
     parser.add_argument("--command", default="make bench")
+    parser.add_argument("--summary", action="store_true",
+                        help="print only the gpu-check summary's zoo and ops parts (with --junit)")
+    parser.add_argument("--junit", help="pytest's JUnit XML report, for --summary")
     args = parser.parse_args()
-    rows = [json.loads(line) for line in open(args.results) if line.strip().startswith("{")]
+    rows = [json.loads(line) for line in open(args.results) if line.strip().startswith("{")] \
+        if os.path.exists(args.results) else []
+    if args.summary:
+        print(summary(rows, args.junit))
+        return
 
     out = ["# Benchmarks", "",
            f"Generated by `bench/report.py` from one run of `{args.command}` on "
@@ -198,6 +332,8 @@ def main():
                 if row.get("us_per_call"):
                     out.append(f"- {row['runner']}: {row['us_per_call'] / floor['gpu_us']:.2f}x that.")
         out.append("")
+    out += ops_section(rows)
+    out += zoo_section(rows)
     print("\n".join(out))
 
 

@@ -1,18 +1,35 @@
 #!/usr/bin/env bash
 # The whole GPU check, for a GPU machine (the H200 runner): build for the GPU,
-# run the full test suite with GPU tests required (a skip is a failure), run
-# the benchmarks, and print one summary line last.
+# compile the model zoo (tests/aoti/build.py, cached), run the full test suite
+# with GPU tests required (a skip is a failure), run the benchmarks, and print
+# one summary line last.
 #
-#   scripts/gpu-check.sh            # logs under $OUT (the device tool) or /tmp/aotirt-gpu-check
+#   scripts/gpu-check.sh                # everything
+#   scripts/gpu-check.sh --tests-only   # build, zoo, tests (the pytest log is kept in bench/build/)
+#   scripts/gpu-check.sh --bench-only   # build, zoo, benchmarks; the summary line reads the kept pytest log
 #
-# Writes BENCHMARKS.md (and copies it under the logs folder).
+# The last two split one run in two, for a runner that limits the time of one
+# command (compiling the zoo from scratch takes minutes: it can be a command of
+# its own, python3 tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8).
+# AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
+# Logs go under $OUT (the device tool) or /tmp/aotirt-gpu-check. Writes
+# BENCHMARKS.md (and copies it under the logs folder).
 #
 # Uses the machine's python3 and what it has installed (Cython, numpy, pytest,
-# cuda-bindings): it installs nothing from the network.
+# cuda-bindings; torch, torchvision and transformers for the zoo): it installs
+# nothing from the network.
 set -uo pipefail
 cd "$(dirname "$0")/.."
+mode=all
+case "${1:-}" in
+  "") ;;
+  --tests-only) mode=tests ;;
+  --bench-only) mode=bench ;;
+  *) echo "usage: $0 [--tests-only | --bench-only]" >&2; exit 2 ;;
+esac
 LOGS=${OUT:-/tmp/aotirt-gpu-check}
-mkdir -p "$LOGS"
+KEPT=bench/build                 # ignored by git, kept between two commands on one machine
+mkdir -p "$LOGS" "$KEPT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
 
@@ -27,11 +44,39 @@ if ! "$PY" -m pip install --no-build-isolation --no-deps -e . >"$LOGS/build.log"
 fi
 echo "built in $(( $(date +%s) - start )) s"
 
-AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider tests 2>&1 | tee "$LOGS/pytest.log"
-tests_rc=${PIPESTATUS[0]}
-tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$LOGS/pytest.log" | tail -n 1 | tr -d '=' | xargs)
+# The zoo first, so that the tests and the benchmarks find it compiled. A
+# model that fails to compile fails its tests (with its log), not this step.
+# AOTIRT_ZOO_BUDGET=S stops compiling after S seconds (what is built stays cached).
+start=$(date +%s)
+"$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8 ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
+  2>&1 | tee "$LOGS/zoo-build.log"
+zoo_build_rc=${PIPESTATUS[0]}
+echo "zoo compiled in $(( $(date +%s) - start )) s (build.py exit status $zoo_build_rc)"
 
-# The C harness, the Python benchmarks and BENCHMARKS.md from both.
+if [ "$mode" != bench ]; then
+  AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
+    --junitxml="$KEPT/pytest.xml" tests 2>&1 | tee "$KEPT/pytest.log"
+  echo "${PIPESTATUS[0]}" >"$KEPT/pytest.rc"
+  cp "$KEPT/pytest.log" "$KEPT/pytest.xml" "$LOGS/" 2>/dev/null
+fi
+if [ -f "$KEPT/pytest.rc" ] && [ -f "$KEPT/pytest.log" ]; then
+  tests_rc=$(cat "$KEPT/pytest.rc")
+  tests_line=$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed|error)' "$KEPT/pytest.log" | tail -n 1 | tr -d '=' | xargs)
+else
+  tests_rc=1
+  tests_line="not run (scripts/gpu-check.sh --tests-only first)"
+fi
+
+if [ "$mode" = tests ]; then
+  zoo=$("$PY" bench/report.py /nonexistent --summary --junit "$KEPT/pytest.xml" | cut -d'|' -f1 | xargs)
+  status=PASSED
+  [ "$tests_rc" -eq 0 ] || status=FAILED
+  echo "gpu-check (tests only): $status | tests: $tests_line | $zoo"
+  [ "$status" = PASSED ]
+  exit
+fi
+
+# The C harness, the Python benchmarks (ops.py and zoo.py included) and BENCHMARKS.md from all of them.
 make -s run-bench PY="$PY" BENCH_COMMAND=scripts/gpu-check.sh 2>&1 | tee "$LOGS/bench.log"
 bench_rc=${PIPESTATUS[0]}
 cp bench/build/results.jsonl "$LOGS/bench.jsonl" 2>/dev/null
@@ -56,8 +101,9 @@ for api in ("c", "python"):
 print("; ".join(parts))
 PYEOF
 )
+zoo_ops=$("$PY" bench/report.py "$LOGS/bench.jsonl" --summary --junit "$KEPT/pytest.xml")
 
 status=PASSED
 [ "$tests_rc" -eq 0 ] && [ "$bench_rc" -eq 0 ] || status=FAILED
-echo "gpu-check: $status | tests: $tests_line | dispatch: $dispatch | pipeline: $pipeline | import aotirt: ${import_us} us"
+echo "gpu-check: $status | tests: $tests_line | dispatch: $dispatch | pipeline: $pipeline | import aotirt: ${import_us} us | $zoo_ops"
 [ "$status" = PASSED ]

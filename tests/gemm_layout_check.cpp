@@ -1,4 +1,4 @@
-// Host-only check of cuda_src/core/gemm_layout.h (built and run by
+// Host-only check of cuda_src/shims/matmul/gemm_layout.h (built and run by
 // tests/test_gemm_layout.py; no GPU, no cuBLAS).
 //
 // For every combination of sizes and strided layouts of mat1, mat2 and out,
@@ -15,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "gemm_layout.h"
+#include "shims/matmul/gemm_layout.h"
 
 namespace gl = aotirt::gemm_layout;
 

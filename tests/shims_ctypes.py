@@ -13,6 +13,7 @@ import os
 import numpy as np
 
 import aotirt
+from aotirt._testing import tensor_handle
 
 LIB = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))
 H = ctypes.c_void_p
@@ -94,7 +95,7 @@ def view(base, shape, strides, offset=0, device="cpu", dtype=None):
         values = base
     n = len(shape)
     out = H()
-    status = _reinterpret(tensor._handle, n, (I64 * n)(*shape), (I64 * n)(*strides), offset, ctypes.byref(out))
+    status = _reinterpret(tensor_handle(tensor), n, (I64 * n)(*shape), (I64 * n)(*strides), offset, ctypes.byref(out))
     assert status == 0, last_error()
     item = values.itemsize
     ref = np.lib.stride_tricks.as_strided(values[offset:], shape=shape, strides=[s * item for s in strides])
@@ -126,7 +127,7 @@ def read(handle):
     sizes, _strides, dtype, _device = layout(handle)
     h = handle.ptr if isinstance(handle, Handle) else handle
     host = aotirt.empty(sizes, dtype, "cpu")
-    assert _copy(host._handle, h, 0) == 0, last_error()
+    assert _copy(tensor_handle(host), h, 0) == 0, last_error()
     if dtype == "bfloat16":
         return from_bf16_bits(aotirt.copy_to_host(host, out=np.empty(sizes, np.uint16))).astype(np.float64)
     array = host.numpy()

@@ -14,7 +14,6 @@ float16 and bfloat16 1e-2 (their own rounding); integer and bool outputs
 exactly.
 """
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -26,22 +25,14 @@ import pytest
 import aotirt
 from helpers import REPO
 
+sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
+from zoo_index import torch_python  # noqa: E402
+
 CACHE = os.environ.get("AOTIRT_AOTI_CACHE", os.path.join(REPO, ".cache", "aoti"))
 BUILD = os.path.join(REPO, "tests", "aoti", "build.py")
 MODELS = ["mlp", "transformer_f32", "transformer_bf16", "conv_block", "two_outputs", "strided_view",
           "int_ops", "mlp_default_gemm", "mlp_f16", "mlp_blob"]
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
-
-
-def torch_python():
-    explicit = os.environ.get("AOTIRT_TORCH_PYTHON")
-    if explicit:
-        return explicit
-    if importlib.util.find_spec("torch") is not None:   # finds it without importing it
-        return sys.executable
-    candidate = os.path.join(REPO, ".venv-torch", "bin", "python")
-    return candidate if os.path.exists(candidate) else None
-
 
 _roots = {}
 
@@ -66,7 +57,8 @@ def model_folder(name, device):
     folder = os.path.join(compiled(device), name)
     if not os.path.exists(os.path.join(folder, "meta.json")):
         log = os.path.join(CACHE, f"{name}.{device}.log")
-        text = open(log).read()[-4000:] if os.path.exists(log) else "(no log)"
+        text = open(log).read()[-4000:] if os.path.exists(log) else \
+            "(no log: not built yet; tests/aoti/build.py prints why)"
         pytest.fail(f"{name} did not compile for {device}:\n{text}")
     with open(os.path.join(folder, "meta.json")) as f:
         return folder, json.load(f)

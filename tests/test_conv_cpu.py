@@ -13,6 +13,8 @@ import ctypes
 import numpy as np
 import pytest
 
+from conv_ref import channels_last
+from conv_ref import conv as reference
 from shims_ctypes import H, I32, I64, P, dense, last_error, layout, owned, read, shim, view
 
 CONV = shim("aoti_torch_cpu_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
@@ -31,27 +33,6 @@ def conv(x, w, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, trans
     status = CONV(x.ptr, w.ptr, bias, s[0], s[1], p[0], p[1], d[0], d[1], int(transposed), op[0], op[1], groups,
                   ctypes.byref(out))
     return status, owned([out])[0]
-
-
-def reference(x, w, b, stride, padding, dilation, groups):
-    nd = x.ndim - 2
-    stride, padding, dilation = ([v[0]] * nd if len(v) == 1 else list(v) for v in (stride, padding, dilation))
-    xp = np.pad(x, [(0, 0), (0, 0)] + [(p, p) for p in padding])
-    kernel = w.shape[2:]
-    out_size = [(xp.shape[2 + i] - dilation[i] * (kernel[i] - 1) - 1) // stride[i] + 1 for i in range(nd)]
-    group_in, group_out = w.shape[1], w.shape[0] // groups
-    out = np.zeros((x.shape[0], w.shape[0], *out_size))
-    for k in np.ndindex(*kernel):
-        window = tuple(slice(k[i] * dilation[i], k[i] * dilation[i] + stride[i] * (out_size[i] - 1) + 1, stride[i])
-                       for i in range(nd))
-        patch = xp[(slice(None), slice(None)) + window]
-        for g in range(groups):
-            wk = w[g * group_out:(g + 1) * group_out][(slice(None), slice(None)) + k]
-            out[:, g * group_out:(g + 1) * group_out] += np.einsum(
-                "nc...,oc->no...", patch[:, g * group_in:(g + 1) * group_in], wk)
-    if b is not None:
-        out += b.reshape((1, -1) + (1,) * nd)
-    return out
 
 
 CASES = [  # input shape, weight shape, stride, padding, dilation, groups
@@ -81,19 +62,6 @@ def test_matches_numpy(case, dtype, with_bias):
     assert (sizes, got_dtype, device) == (want.shape, dtype, 0)
     assert strides == tuple(np.ascontiguousarray(want).strides[i] // 8 for i in range(want.ndim))
     assert np.linalg.norm(read(out) - want) / np.linalg.norm(want) < TOLERANCE[dtype]
-
-
-def channels_last(shape):
-    """Element strides of an [N, C, *spatial] view over [N, *spatial, C] memory."""
-    n, c, *spatial = shape
-    strides = [0] * len(shape)
-    strides[1] = 1
-    step = c
-    for d in range(len(shape) - 1, 1, -1):
-        strides[d] = step
-        step *= shape[d]
-    strides[0] = step
-    return tuple(strides)
 
 
 @pytest.mark.parametrize("which,dtype,in_shape,w_shape,expected", [

@@ -1,4 +1,4 @@
-"""The cuBLAS layout plan (cuda_src/core/gemm_layout.h), checked on the host.
+"""The cuBLAS layout plan (cuda_src/shims/matmul/gemm_layout.h), checked on the host.
 
 The CUDA matmul shims hand strided views to cuBLAS as transposed or not,
 with leading dimensions, copies and scratch decided by gemm_layout.h. That
@@ -17,7 +17,7 @@ from helpers import REPO
 
 def test_every_layout_maps_onto_a_column_major_gemm(tmp_path):
     exe = str(tmp_path / "gemm_layout_check")
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-I", os.path.join(REPO, "cuda_src", "core"),
+    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-I", os.path.join(REPO, "cuda_src"),
                     os.path.join(REPO, "tests", "gemm_layout_check.cpp"), "-o", exe], check=True)
     proc = subprocess.run([exe], capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr

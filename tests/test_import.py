@@ -1,8 +1,10 @@
 """`import aotirt` is cheap: no numpy, no CUDA driver, no CUDA work."""
 
 import ast
+import os
+import re
 
-from helpers import run_python
+from helpers import REPO, run_python
 
 
 def test_import_loads_neither_numpy_nor_the_driver():
@@ -36,3 +38,33 @@ def test_public_api():
     for name in ["AotiError", "AotiHandle", "CudaError", "CudaHandle", "Stream", "Tensor",
                  "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "models"]:
         assert name in exported
+
+
+def test_the_package_modules_import_one_another_without_a_cycle():
+    # Every (c)import of one aotirt module by another, read from the sources:
+    # the modules must form layers (see each module's "Module order"), and
+    # no module of the package imports the tests' hooks.
+    package = os.path.join(REPO, "pyx", "aotirt")
+    uses = {}
+    for file in os.listdir(package):
+        name, ext = os.path.splitext(file)
+        if ext in (".pyx", ".pxd", ".py"):
+            text = open(os.path.join(package, file)).read()
+            found = set(re.findall(r"^\s*(?:from aotirt\.(\w+) c?import|import aotirt\.(\w+))", text, re.M))
+            uses.setdefault(name, set()).update(a or b for a, b in found)
+    assert not any("_testing" in used for name, used in uses.items() if name != "_testing")
+    done, visiting = set(), []
+
+    def visit(name):
+        assert name not in visiting, f"import cycle: {' -> '.join(visiting + [name])}"
+        if name in done:
+            return
+        visiting.append(name)
+        for used in sorted(uses.get(name, ())):
+            if used != name:   # a .pyx cimports its own .pxd
+                visit(used)
+        visiting.pop()
+        done.add(name)
+
+    for name in sorted(uses):
+        visit(name)

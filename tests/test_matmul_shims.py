@@ -377,11 +377,68 @@ def test_a_library_with_the_entry_points_loads(tmp_path):
     source = tmp_path / "fake_cublas.c"
     source.write_text("\n".join(
         f"int {name}(void) {{ return 0; }}"
-        for name in ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx"]))
+        for name in ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx",
+                     "cublasGemmBatchedEx"]))
     library = str(tmp_path / "libfake_cublas.so")
     subprocess.run(["cc", "-shared", "-fPIC", str(source), "-o", library], check=True)
     proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": library})
     assert proc.stdout.splitlines()[0] == "0", proc.stdout + proc.stderr
+
+
+def _fake_site_packages(tmp_path, with_cublas):
+    """A site-packages folder holding a loaded library (the process finds the
+    folder through it) and, if asked, a stand-in for the nvidia-cublas
+    wheel's libcublas.so.13 that says when it is opened."""
+    site = tmp_path / "lib" / "python3" / "site-packages"
+    (site / "anchor").mkdir(parents=True)
+    subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(site / "anchor" / "libanchor.so")],
+                   input="int anchor(void) { return 0; }", text=True, check=True)
+    if with_cublas:
+        lib = site / "nvidia" / "cu13" / "lib"
+        lib.mkdir(parents=True)
+        source = "\n".join(["#include <stdio.h>",
+                             "__attribute__((constructor)) static void opened(void) { puts(\"wheel cublas\"); }"] +
+                            [f"int {name}(void) {{ return 0; }}" for name in
+                             ["cublasCreate_v2", "cublasSetStream_v2", "cublasGemmEx", "cublasGemmStridedBatchedEx",
+                              "cublasGemmBatchedEx"]])
+        subprocess.run(["cc", "-shared", "-fPIC", "-x", "c", "-", "-o", str(lib / "libcublas.so.13")],
+                       input=source, text=True, check=True)
+    return site
+
+
+# Without numpy (or anything else of this environment's site-packages): the
+# anchor's folder is the only site-packages the search finds.
+LOAD_AFTER_ANCHOR = """
+import ctypes, os
+ctypes.CDLL({anchor!r})
+import aotirt
+lib = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))
+lib.aotirt_last_error_message.restype = ctypes.c_char_p
+print(lib.aotirt_cublas_load())
+print(lib.aotirt_last_error_message().decode())
+"""
+
+
+def test_the_pip_wheels_copy_comes_before_the_system_one(tmp_path):
+    site = _fake_site_packages(tmp_path, with_cublas=True)
+    code = _in_tests(LOAD_AFTER_ANCHOR.format(anchor=str(site / "anchor" / "libanchor.so")))
+    proc = run_python(code, env={"AOTIRT_CUBLAS": ""})
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert "wheel cublas" in lines and lines[lines.index("wheel cublas") + 1] == "0", proc.stdout
+
+
+def test_a_failure_names_the_wheels_files_and_their_packages(tmp_path):
+    site = _fake_site_packages(tmp_path, with_cublas=False)
+    code = _in_tests(LOAD_AFTER_ANCHOR.format(anchor=str(site / "anchor" / "libanchor.so")))
+    proc = run_python(code, env={"AOTIRT_CUBLAS": ""})
+    assert proc.returncode == 0, proc.stderr
+    status, message = proc.stdout.splitlines()[:2]
+    if status == "0":
+        pytest.skip("this machine has a cuBLAS the search finds")
+    assert message.startswith("aotirt_cublas_load: cuBLAS could not be loaded; tried "), message
+    assert f"{site}/nvidia/cu13/lib/libcublas.so.13" in message and "libcublas.so.12 and libcublas.so (" in message
+    assert "`pip install nvidia-cublas`" in message and "nvidia-cublas-cu12" in message
 
 
 @pytest.mark.gpu

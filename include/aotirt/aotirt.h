@@ -63,8 +63,44 @@ AOTIRT_API int aotirt_device_count(void);
 AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count);
 
 // ---- dtypes ----------------------------------------------------------------
-// Bytes per element of a c10 dtype code, or 0 if aotirt does not support it.
+// c10's ScalarType codes, torch's numbering: the int32_t dtype of every
+// function here and of the aoti_torch_* shims. aotirt has tensors of every
+// dtype below but the float8 ones, whose codes aoti_torch_dtype_float8_*
+// return (aotirt_dtype_itemsize is 0 for them).
+typedef enum aotirt_dtype {
+  AOTIRT_DTYPE_UINT8 = 0,
+  AOTIRT_DTYPE_INT8 = 1,
+  AOTIRT_DTYPE_INT16 = 2,
+  AOTIRT_DTYPE_INT32 = 3,
+  AOTIRT_DTYPE_INT64 = 4,
+  AOTIRT_DTYPE_FLOAT16 = 5,
+  AOTIRT_DTYPE_FLOAT32 = 6,
+  AOTIRT_DTYPE_FLOAT64 = 7,
+  AOTIRT_DTYPE_BOOL = 11,
+  AOTIRT_DTYPE_BFLOAT16 = 15,
+  AOTIRT_DTYPE_FLOAT8_E5M2 = 23,
+  AOTIRT_DTYPE_FLOAT8_E4M3FN = 24,
+} aotirt_dtype;
+
+// What the elements of a dtype are (aotirt_dtype_kind).
+enum {
+  AOTIRT_DTYPE_KIND_NONE = 0,      // not a dtype aotirt has tensors of
+  AOTIRT_DTYPE_KIND_BOOL = 1,
+  AOTIRT_DTYPE_KIND_SIGNED = 2,    // int8 ... int64
+  AOTIRT_DTYPE_KIND_UNSIGNED = 3,  // uint8
+  AOTIRT_DTYPE_KIND_FLOATING = 4,  // float16, bfloat16, float32, float64
+};
+
+// The dtypes aotirt has tensors of, from one table: aotirt_dtype_code(i) for
+// i < aotirt_dtype_count() lists their codes in increasing order (-1 past the
+// end); for any code, its bytes per element (0 when aotirt has no such
+// tensors), its name as numpy spells it ("float32", "bool"; "bfloat16") or
+// NULL, and its kind (AOTIRT_DTYPE_KIND_NONE when aotirt has no such tensors).
+AOTIRT_API size_t aotirt_dtype_count(void);
+AOTIRT_API int32_t aotirt_dtype_code(size_t i);
 AOTIRT_API size_t aotirt_dtype_itemsize(int32_t dtype);
+AOTIRT_API const char* aotirt_dtype_name(int32_t dtype);
+AOTIRT_API int aotirt_dtype_kind(int32_t dtype);
 
 // ---- streams ---------------------------------------------------------------
 // Each returns a new reference, released with aotirt_stream_release.
@@ -196,17 +232,49 @@ AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, 
 
 // ---- cuBLAS ------------------------------------------------------------------
 // Opens cuBLAS now, as the CUDA matmul shims otherwise do on their first call
-// (AOTIRT_CUBLAS, a full path, is tried alone when set; else libcublas.so.13,
-// .12, libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
+// (AOTIRT_CUBLAS, a full path, is tried alone when set; else the pip wheels'
+// copies in the process's site-packages folders, then libcublas.so.13, .12,
+// libcublas.so). Needs no GPU. On failure (AOTIRT_ERROR_AOTI) the message
 // names every file tried and how to provide cuBLAS. A failure is final for
 // the process.
 AOTIRT_API aotirt_status aotirt_cublas_load(void);
+
+// ---- optional libraries (cuBLAS, cuDNN) ---------------------------------------
+// The site-packages folders (colon-separated absolute paths) in which the
+// loaders look for pip wheels' copies of the optional libraries, e.g.
+// <dir>/nvidia/cudnn/lib/libcudnn.so.9, after the folder above libaotirt.so's.
+// Python registers sys.path once, before its first handle opens. Replaces
+// what an earlier call set; NULL or "" clears it.
+AOTIRT_API aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths);
+// Opens the optional library `name` ("cublas" or "cudnn") now, as the shims
+// that need it otherwise do on their first call, and gives the path of the
+// file loaded (valid for the life of the process). cuDNN: AOTIRT_CUDNN, a
+// full path, is tried alone when set; else the pip wheel's copy
+// (nvidia-cudnn-cu13 or -cu12), else the system's libcudnn.so.9. Needs no GPU.
+// On failure (AOTIRT_ERROR_AOTI) the message names every file tried and how
+// to install the library. A failure is final for the process.
+AOTIRT_API aotirt_status aotirt_load_optional_library(const char* name, const char** path_out);
+// Whether float32 CUDA convolutions may use TF32 tensor cores (cuDNN), as
+// torch.backends.cudnn.allow_tf32 says for torch: allowed by default, unless
+// the environment has AOTIRT_CUDNN_ALLOW_TF32=0. Applies to plans built
+// afterwards (plans are cached per setting).
+AOTIRT_API aotirt_status aotirt_set_cudnn_allow_tf32(int allow);
+AOTIRT_API int aotirt_cudnn_allow_tf32(void);
 
 // ---- handles -----------------------------------------------------------------
 // The strong undefined symbols of a shared library that start with `prefix`
 // (read from its ELF symbol table, without loading it), one per line, in a
 // thread-local string valid until the thread's next call.
 AOTIRT_API aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names);
+
+// The aoti_torch_* functions libaotirt implements (include/aotirt/shim_table.h,
+// the list the check before a library is opened reads): for i below
+// aotirt_shim_count(), entry i's name, family ("tensor", "memory", "stream",
+// "diagnostics", "matmul", "attention", "convolution", "scan") and devices
+// ("cpu", "cuda", "any"), as static strings (each out pointer may be NULL).
+// AOTIRT_ERROR_VALUE for an i past the end.
+AOTIRT_API size_t aotirt_shim_count(void);
+AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char** family, const char** devices);
 
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.

@@ -3,9 +3,11 @@
 // torch/csrc/inductor/aoti_torch/c/shim.h). A model library built without
 // libtorch leaves these undefined and resolves them from the process, which
 // is why libaotirt.so is made globally visible before a model is opened.
+// Every function declared here has its line in aotirt/shim_table.h.
 //
-// Codes are c10's: dtype u8 0, i8 1, i16 2, i32 3, i64 4, f16 5, f32 6,
-// f64 7, bool 11, bf16 15; device type cpu 0, cuda 1.
+// Codes are c10's: dtypes as the aotirt_dtype enum of aotirt/aotirt.h (u8 0,
+// i8 1, i16 2, i32 3, i64 4, f16 5, f32 6, f64 7, bool 11, bf16 15); device
+// type cpu 0, cuda 1.
 #pragma once
 
 #include <stdbool.h>
@@ -141,6 +143,13 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attenti
     AtenTensorHandle query, AtenTensorHandle key, AtenTensorHandle value, double dropout_p, int32_t is_causal,
     AtenTensorHandle* attn_mask, double* scale, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
+// CUDA convolution (aten.convolution, on cuDNN: 1-, 2-, 3-D, transposed too;
+// float32, float16, bfloat16).
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_convolution(
+    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
+    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_,
+    int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
+    AtenTensorHandle* ret0);
 // CPU convolution (aten.convolution; transposed=false only) and cumsum.
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,

@@ -7,18 +7,21 @@ back to it (:func:`copy_to_host`, :meth:`Tensor.numpy`).
 ``import aotirt`` does no CUDA work and does not import numpy.
 """
 
+from aotirt._convert import asarray, empty, from_dlpack
+from aotirt._device import device_count
 from aotirt._errors import AotiError, CudaError
 from aotirt._graph import Graph
-from aotirt._handle import AotiHandle, CudaHandle
-from aotirt._stream import Stream, device_count
-from aotirt._tensor import Tensor, asarray, copy_to_host, empty, empty_pinned, from_dlpack
+from aotirt._handle import AotiHandle, CudaHandle, set_cudnn_allow_tf32
+from aotirt._host import empty_pinned
+from aotirt._stream import Stream
+from aotirt._tensor import Tensor, copy_to_host
 
 __version__ = "0.1.0"
 
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
     "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
-    "models",
+    "models", "set_cudnn_allow_tf32",
 ]
 
 

@@ -2,9 +2,7 @@
 # are what type checkers and editors see).
 import os
 from types import TracebackType
-from typing import (
-    Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union,
-)
+from typing import Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union
 
 import numpy as np
 import numpy.typing as npt
@@ -15,7 +13,7 @@ __version__: str
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
     "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
-    "models",
+    "models", "set_cudnn_allow_tf32",
 ]
 
 _H = TypeVar("_H", bound="AotiHandle")
@@ -116,14 +114,6 @@ class AotiHandle:
     path: str
     def __init__(self, path: Union[str, os.PathLike[str]], device: Literal["cpu"] = ...) -> None: ...
     def run(self, inputs: Sequence[_InputLike]) -> List[Tensor]: ...
-    # Defined for every handle; a CPU one raises TypeError.
-    def capture(
-        self,
-        example_inputs: Sequence[_InputLike],
-        *,
-        warmup: int = ...,
-        feedback: Optional[Sequence[Tuple[int, int]]] = ...,
-    ) -> Graph: ...
     def update_constants_from_blob(self, blob: Any) -> None: ...
     def close(self) -> None: ...
     def __enter__(self: _H) -> _H: ...
@@ -155,6 +145,13 @@ class CudaHandle(AotiHandle):
     ) -> None: ...
     @property
     def stream(self) -> Stream: ...
+    def capture(
+        self,
+        example_inputs: Sequence[_InputLike],
+        *,
+        warmup: int = ...,
+        feedback: Optional[Sequence[Tuple[int, int]]] = ...,
+    ) -> Graph: ...
 
 class Graph:
     # Made by CudaHandle.capture only.
@@ -177,6 +174,7 @@ class Graph:
     ) -> None: ...
 
 def device_count() -> int: ...
+def set_cudnn_allow_tf32(flag: bool) -> None: ...
 def asarray(obj: _InputLike, device: _DeviceLike = ..., stream: Optional[_StreamLike] = ...,
             dtype: Optional[_DTypeLike] = ...) -> Tensor: ...
 def load(path: Union[str, os.PathLike[str]], device: Optional[_DeviceLike] = ..., *,

@@ -49,9 +49,35 @@ cdef extern from "aotirt/aotirt.h" nogil:
     int aotirt_last_error_cuda_code()
     const char* aotirt_last_error_cuda_name()
 
+    # The aotirt_dtype enum: torch's c10 ScalarType codes.
+    enum:
+        AOTIRT_DTYPE_UINT8
+        AOTIRT_DTYPE_INT8
+        AOTIRT_DTYPE_INT16
+        AOTIRT_DTYPE_INT32
+        AOTIRT_DTYPE_INT64
+        AOTIRT_DTYPE_FLOAT16
+        AOTIRT_DTYPE_FLOAT32
+        AOTIRT_DTYPE_FLOAT64
+        AOTIRT_DTYPE_BOOL
+        AOTIRT_DTYPE_BFLOAT16
+        AOTIRT_DTYPE_FLOAT8_E5M2
+        AOTIRT_DTYPE_FLOAT8_E4M3FN
+
+    # The aotirt_dtype_kind enum: what aotirt_dtype_kind() returns.
+    enum:
+        AOTIRT_DTYPE_KIND_NONE
+        AOTIRT_DTYPE_KIND_BOOL
+        AOTIRT_DTYPE_KIND_SIGNED
+        AOTIRT_DTYPE_KIND_UNSIGNED
+        AOTIRT_DTYPE_KIND_FLOATING
+
     int aotirt_device_count()
     aotirt_status aotirt_cuda_device_count(int* count)
+    # 0, NULL and AOTIRT_DTYPE_KIND_NONE for a code the core does not support.
     size_t aotirt_dtype_itemsize(int32_t dtype)
+    const char* aotirt_dtype_name(int32_t dtype)
+    int aotirt_dtype_kind(int32_t dtype)
 
     aotirt_status aotirt_stream_shared(int device, aotirt_stream** out)
     aotirt_status aotirt_stream_create(int device, aotirt_stream** out)
@@ -110,6 +136,9 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
 
     aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names)
+    aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths)
+    aotirt_status aotirt_load_optional_library(const char* name, const char** path_out)
+    aotirt_status aotirt_set_cudnn_allow_tf32(int allow)
     aotirt_status aotirt_handle_open(const char* path, int32_t device_type, int32_t device_index,
                                      aotirt_stream* stream, aotirt_handle** out)
     size_t aotirt_handle_num_inputs(const aotirt_handle* h)

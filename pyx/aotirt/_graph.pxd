@@ -13,6 +13,6 @@ cdef class Graph:
     """The static outputs (Tensors), the same objects after every replay."""
     cdef int _device_index
 
-# Captures one run of `h`, the handle of the Python object `handle` (which the
-# Graph keeps alive). The arguments are those of CudaHandle.capture.
+# Captures one run of `h`, the CUDA handle of the Python object `handle`
+# (which the Graph keeps alive). The arguments are those of CudaHandle.capture.
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback)

@@ -4,6 +4,8 @@ A decoder step is many small kernels, and each launch costs the host a few
 microseconds; a graph replays all of them for about the cost of one. The
 capture and the replays are the core's (aotirt_graph_*): this module only
 converts arguments and owns the object.
+
+Module order: cimports _errors, _tensor and _convert; _handle cimports it.
 """
 
 from libc.stdlib cimport free, malloc
@@ -11,12 +13,12 @@ from libc.stdlib cimport free, malloc
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CUDA, aotirt_graph, aotirt_graph_capture_feedback, aotirt_graph_close, aotirt_graph_free,
     aotirt_graph_input, aotirt_graph_is_closed, aotirt_graph_num_inputs, aotirt_graph_num_outputs,
-    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index,
-    aotirt_handle_device_type, aotirt_handle_stream, aotirt_status, aotirt_stream, aotirt_stream_release,
-    aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
+    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index, aotirt_handle_stream,
+    aotirt_status, aotirt_stream, aotirt_stream_release, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
+from aotirt._convert cimport INLINE_ARGS, as_input, gather_inputs
 from aotirt._errors cimport check
-from aotirt._tensor cimport INLINE_ARGS, Tensor, as_input, gather_inputs, wrap_tensor
+from aotirt._tensor cimport Tensor, wrap_tensor
 
 
 cdef Tensor _alias(aotirt_tensor* t):
@@ -115,10 +117,10 @@ cdef class Graph:
         cdef aotirt_tensor** c_in = inline_in
         # Tensors made from other objects for this call: alive until the
         # copies into the static inputs are queued.
-        cdef list made
+        cdef list _made
         try:
-            made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
-                                 self._stream)
+            _made = gather_inputs(inputs, n, inline_in, &c_in, AOTIRT_DEVICE_CUDA, self._device_index,
+                                  self._stream)
             with nogil:
                 status = aotirt_graph_replay(g, c_in, n, NULL)
             check(status)
@@ -158,8 +160,6 @@ cdef class Graph:
 
 
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback):
-    if aotirt_handle_device_type(h) != AOTIRT_DEVICE_CUDA:
-        raise TypeError(f"CUDA graphs capture runs of CUDA handles (CudaHandle); {handle!r} runs on the CPU")
     if isinstance(warmup, bool) or not isinstance(warmup, int):
         raise TypeError(f"warmup is a number of eager runs (an int), got {type(warmup).__name__}")
     if warmup < 0 or warmup > 1_000_000:

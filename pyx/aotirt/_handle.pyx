@@ -1,6 +1,11 @@
-"""Handles: a loaded model library, run from Python at C speed."""
+"""Handles: a loaded model library, run from Python at C speed.
+
+Module order: cimports _errors, _device, _stream, _tensor, _convert and
+_graph; nothing of aotirt cimports it.
+"""
 
 import os
+import sys
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, uint8_t
@@ -11,13 +16,16 @@ from aotirt._capi cimport (
     aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
-    aotirt_library_undefined_symbols, aotirt_status, aotirt_stream, aotirt_stream_retain,
-    aotirt_tensor, aotirt_tensor_free,
+    aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
+    aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
+    aotirt_tensor_free,
 )
+from aotirt._convert cimport INLINE_ARGS, gather_inputs
+from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport INLINE_ARGS, Tensor, gather_inputs, parse_device, wrap_tensor
+from aotirt._tensor cimport Tensor, wrap_tensor
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -31,6 +39,42 @@ def library_undefined_symbols(path, prefix=""):
     cdef const char* names = NULL
     check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
     return names.decode().split()
+
+
+def load_optional_library(name):
+    """Opens the optional library `name` ("cublas" or "cudnn") now, as the
+    shims that need it do on their first call; returns the file loaded.
+
+    Raises AotiError naming every file tried, and how to install it.
+    """
+    _register_wheel_dirs()
+    cdef bytes c_name = name.encode()
+    cdef const char* path = NULL
+    check(aotirt_load_optional_library(c_name, &path))
+    return os.fsdecode(path)
+
+
+def set_cudnn_allow_tf32(flag):
+    """Whether float32 CUDA convolutions may use TF32 tensor cores, as
+    ``torch.backends.cudnn.allow_tf32`` (True by default, and here unless
+    ``AOTIRT_CUDNN_ALLOW_TF32=0``). Convolutions planned afterwards follow it.
+    """
+    check(aotirt_set_cudnn_allow_tf32(1 if flag else 0))
+
+
+cdef bint _wheel_dirs_registered = False
+
+
+cdef _register_wheel_dirs():
+    # The site-packages folders where the cuDNN loader looks for a pip
+    # wheel's copy (nvidia/cudnn/lib/libcudnn.so.9): strings only, nothing
+    # is opened or looked at until a shim needs cuDNN.
+    global _wheel_dirs_registered
+    if _wheel_dirs_registered:
+        return
+    dirs = os.pathsep.join(os.path.abspath(p) for p in sys.path if p and os.pathsep not in p)
+    check(aotirt_set_wheel_dirs(os.fsencode(dirs)))
+    _wheel_dirs_registered = True
 
 
 cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
@@ -59,8 +103,8 @@ cdef class AotiHandle:
     """A model library that exports the AOTInductor container C ABI.
 
     ``AotiHandle`` runs libraries built for the CPU; :class:`CudaHandle`
-    (a subclass) adds the CUDA stream. Loading a library runs its code:
-    load only libraries you trust.
+    (a subclass) adds the CUDA stream and graph capture. Loading a library
+    runs its code: load only libraries you trust.
 
     Parameters
     ----------
@@ -85,12 +129,12 @@ cdef class AotiHandle:
     cdef int _device_index
 
     def __init__(self, path, device="cpu"):
-        device_type, device_index = parse_device(device)
-        if device_type != AOTIRT_DEVICE_CPU:
+        if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
 
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
+        _register_wheel_dirs()
         self.path = os.fspath(path)
         cdef bytes encoded = os.fsencode(self.path)
         cdef const char* c_path = encoded
@@ -146,13 +190,13 @@ cdef class AotiHandle:
             c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
         # Tensors made from host arrays for this call; they stay alive until
         # the run is queued (the model takes its own aliases).
-        cdef list made
+        cdef list _made
         cdef aotirt_status status
         try:
             if c_out is NULL:
                 raise MemoryError()
-            made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
-                                 aotirt_handle_stream(self._h))
+            _made = gather_inputs(inputs, n, inline_in, &c_in, self._device_type, self._device_index,
+                                  aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
             check(status)
@@ -162,47 +206,6 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
-
-    def capture(self, example_inputs, *, warmup=2, feedback=None):
-        """Capture one run as a CUDA graph, to replay it with one launch.
-
-        CUDA handles only (a CPU handle raises TypeError). Static inputs are
-        made on the device and `example_inputs` copied into them; `warmup`
-        eager runs on them follow (so that lazy loading and first
-        allocations happen outside the capture); then one run is captured on
-        a private stream, and the graph is launched once on the handle's
-        stream: its outputs hold the results for `example_inputs` when this
-        returns, as ``run(example_inputs)`` would give. Nothing waits for the
-        GPU.
-
-        Parameters
-        ----------
-        example_inputs : sequence
-            One per model input, as for :meth:`run`: their dtypes and shapes
-            are the graph's for good.
-        warmup : int
-            Eager runs before the capture (default 2).
-        feedback : sequence of (int, int), optional
-            (output index, input index) pairs: the graph ends by copying that
-            output into that static input on the device, so that
-            ``replay()`` with no inputs runs the next step of a loop (a
-            greedy decoder feeds ``next_token`` back as ``token``:
-            ``feedback=[(1, 1)]``).
-
-        Returns
-        -------
-        Graph
-
-        Raises
-        ------
-        AotiError
-            When the run cannot be captured (it fails, waits for the host,
-            allocates with cudaMalloc, queries an event, ...); the message
-            says why, and the handle still runs eagerly.
-        """
-        if self._h is NULL:
-            raise ValueError("the handle failed to open")
-        return capture_graph(self, self._h, example_inputs, warmup, feedback)
 
     def update_constants_from_blob(self, blob):
         """Load the model's weights from one blob (bytes, numpy array, ...).
@@ -277,9 +280,7 @@ cdef class AotiHandle:
 
     @property
     def device(self):
-        if self._device_type == AOTIRT_DEVICE_CPU:
-            return "cpu"
-        return f"cuda:{self._device_index}"
+        return device_name(self._device_type, self._device_index)
 
     def __repr__(self):
         state = "closed" if self.closed else f"{self.num_inputs} inputs, {self.num_outputs} outputs"
@@ -327,3 +328,43 @@ cdef class CudaHandle(AotiHandle):
     def stream(self):
         """The :class:`Stream` this handle runs on."""
         return self._stream
+
+    def capture(self, example_inputs, *, warmup=2, feedback=None):
+        """Capture one run as a CUDA graph, to replay it with one launch.
+
+        Static inputs are made on the device and `example_inputs` copied
+        into them; `warmup` eager runs on them follow (so that lazy loading
+        and first allocations happen outside the capture); then one run is
+        captured on a private stream, and the graph is launched once on the
+        handle's stream: its outputs hold the results for `example_inputs`
+        when this returns, as ``run(example_inputs)`` would give. Nothing
+        waits for the GPU.
+
+        Parameters
+        ----------
+        example_inputs : sequence
+            One per model input, as for :meth:`run`: their dtypes and shapes
+            are the graph's for good.
+        warmup : int
+            Eager runs before the capture (default 2).
+        feedback : sequence of (int, int), optional
+            (output index, input index) pairs: the graph ends by copying that
+            output into that static input on the device, so that
+            ``replay()`` with no inputs runs the next step of a loop (a
+            greedy decoder feeds ``next_token`` back as ``token``:
+            ``feedback=[(1, 1)]``).
+
+        Returns
+        -------
+        Graph
+
+        Raises
+        ------
+        AotiError
+            When the run cannot be captured (it fails, waits for the host,
+            allocates with cudaMalloc, queries an event, ...); the message
+            says why, and the handle still runs eagerly.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        return capture_graph(self, self._h, example_inputs, warmup, feedback)

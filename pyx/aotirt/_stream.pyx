@@ -1,23 +1,17 @@
-"""CUDA streams: the per-device shared stream, owned streams, adopted ones."""
+"""CUDA streams: the per-device shared stream, owned streams, adopted ones.
 
-from cpython.ref cimport Py_DECREF, Py_INCREF, PyObject
+Module order: cimports _errors (and the C API).
+"""
+
 from cpython.number cimport PyNumber_Index
+from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport uintptr_t
 
 from aotirt._capi cimport (
-    aotirt_cuda_device_count, aotirt_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
+    aotirt_cuda_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
     aotirt_stream_device, aotirt_stream_handle, aotirt_stream_release, aotirt_stream_shared,
 )
 from aotirt._errors cimport check
-
-
-def device_count():
-    """Number of usable CUDA devices; 0 when there is no GPU or no driver.
-
-    Unlike every other CUDA entry point this never raises, so it is the way
-    to ask whether a GPU is there.
-    """
-    return aotirt_device_count()
 
 
 def _no_device_reason():
@@ -210,7 +204,7 @@ cdef object _stream_address(object obj):
         # A method returning (version, address); early cuda.core made it a property.
         value = protocol() if callable(protocol) else protocol
         try:
-            version, address = value
+            _version, address = value
         except (TypeError, ValueError):
             raise TypeError(f"{type(obj).__name__}.__cuda_stream__ gave {value!r}, "
                             f"not (version, address)") from None

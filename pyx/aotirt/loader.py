@@ -119,8 +119,8 @@ def open_handle(library, device, stream=None, blob=None):
     The handle is closed when the blob cannot be loaded, so that a failed
     load leaves no container behind.
     """
+    from aotirt._device import DEVICE_CPU, parse_device
     from aotirt._handle import AotiHandle, CudaHandle
-    from aotirt._tensor import DEVICE_CPU, parse_device
 
     if parse_device(device)[0] == DEVICE_CPU:
         handle = AotiHandle(library)

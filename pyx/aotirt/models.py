@@ -9,7 +9,7 @@ import builtins
 import os
 
 from aotirt import _layout
-from aotirt._tensor import DEVICE_CPU, parse_device
+from aotirt._device import DEVICE_CPU, parse_device
 
 _FOLDER = os.path.join(os.path.dirname(os.path.abspath(__file__)), "models")
 

@@ -11,7 +11,7 @@ instead of one per kernel, and next_token fed back to token inside the graph.
 import time
 
 import aotirt
-from aotirt._tensor import DEVICE_CPU, parse_device
+from aotirt._device import DEVICE_CPU, parse_device
 
 MODES = ("shared", "sync_each", "separate", "graph")
 

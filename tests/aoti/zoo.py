@@ -1,7 +1,14 @@
-"""The real models of issue 4, as torch modules (imported only by build.py).
+"""The real models of issues 4 and 14, as torch modules (imported only by
+build.py and by torch processes of the benchmarks).
 
 Each entry: name -> (module factory, example-input factory, dtype name).
 Inputs are seeded so that the references are reproducible.
+
+ZOO (issue 14) holds users' models as they come: torchvision and
+transformers architectures built from configs with random weights (nothing
+is downloaded), compiled for CUDA only, with inductor's DEFAULT configs plus
+link_libtorch=False (build.py). torchvision and transformers are imported
+when a zoo model is built, never by this module itself.
 """
 
 import torch
@@ -105,3 +112,112 @@ DEFAULT_GEMM = {"mlp_default_gemm"}
 MODELS["mlp_blob"] = (MLP, _seeded(((8, 64), torch.float32)), "float32")
 BLOB_WEIGHTS = {"mlp_blob"}
 DYNAMIC_BATCH = {"mlp_blob": (1, 64)}
+
+# ---- issue 14: the zoo ----
+
+class Conv1dStack(torch.nn.Module):
+    """Conv1d layers with stride, dilation, groups and a depthwise one."""
+
+    def __init__(self):
+        super().__init__()
+        self.layers = torch.nn.Sequential(
+            torch.nn.Conv1d(16, 32, 3, padding=1), torch.nn.GELU(),
+            torch.nn.Conv1d(32, 64, 5, stride=2, padding=4, dilation=2, groups=4), torch.nn.ReLU(),
+            torch.nn.Conv1d(64, 64, 3, padding=1, groups=64),
+            torch.nn.Conv1d(64, 48, 1, bias=False), torch.nn.GELU(),
+            torch.nn.Conv1d(48, 32, 3, stride=3, padding=3, dilation=3))
+
+    def forward(self, x):
+        return self.layers(x)
+
+
+class Attention(torch.nn.Module):
+    """scaled_dot_product_attention itself: causal, and with an additive mask."""
+
+    def forward(self, q, k, v, mask):
+        sdpa = torch.nn.functional.scaled_dot_product_attention
+        return sdpa(q, k, v, is_causal=True), sdpa(q, k, v, attn_mask=mask)
+
+
+class CausalLMLogits(torch.nn.Module):
+    """A transformers causal LM as input_ids -> logits, without a KV cache."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.model = model
+
+    def forward(self, input_ids):
+        return self.model(input_ids=input_ids, use_cache=False).logits
+
+
+class EncoderHidden(torch.nn.Module):
+    """A transformers encoder as input features -> last hidden state."""
+
+    def __init__(self, encoder):
+        super().__init__()
+        self.encoder = encoder
+
+    def forward(self, input_features):
+        return self.encoder(input_features).last_hidden_state
+
+
+def torchvision_model(name):
+    def make():
+        import torchvision
+
+        return getattr(torchvision.models, name)(weights=None)
+    return make
+
+
+def whisper_encoder():
+    """Whisper tiny's encoder (d_model 384, 4 layers, 6 heads; 80 mel bins x 3000 frames)."""
+    from transformers import WhisperConfig
+    from transformers.models.whisper.modeling_whisper import WhisperEncoder
+
+    config = WhisperConfig(d_model=384, encoder_layers=4, encoder_attention_heads=6, encoder_ffn_dim=1536,
+                           decoder_layers=4, decoder_attention_heads=6, decoder_ffn_dim=1536, num_mel_bins=80,
+                           max_source_positions=1500, attn_implementation="sdpa")
+    return EncoderHidden(WhisperEncoder(config))
+
+
+def llama_decoder():
+    """Llama-style: 2 layers, hidden 256, 4 query heads over 2 key/value heads (GQA)."""
+    from transformers import LlamaConfig, LlamaForCausalLM
+
+    config = LlamaConfig(vocab_size=1024, hidden_size=256, intermediate_size=688, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=2, max_position_embeddings=256,
+                         attn_implementation="sdpa")
+    return CausalLMLogits(LlamaForCausalLM(config))
+
+
+def gemma_decoder():
+    """Gemma-style: 2 layers, hidden 256, 4 query heads over one key/value head, head size 64."""
+    from transformers import GemmaConfig, GemmaForCausalLM
+
+    config = GemmaConfig(vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                         num_attention_heads=4, num_key_value_heads=1, head_dim=64, max_position_embeddings=256,
+                         attn_implementation="sdpa")
+    return CausalLMLogits(GemmaForCausalLM(config))
+
+
+def _attention_inputs(dtype, B=2, H=8, L=256, E=64):
+    return _seeded(((B, H, L, E), dtype), ((B, H, L, E), dtype), ((B, H, L, E), dtype), ((B, 1, L, L), dtype))
+
+
+_IMAGES = _seeded(((2, 3, 224, 224), torch.float32))
+
+ZOO = {
+    "resnet18": (torchvision_model("resnet18"), _IMAGES, "float32"),
+    "mobilenet_v2": (torchvision_model("mobilenet_v2"), _IMAGES, "float32"),
+    "mobilenet_v3_small": (torchvision_model("mobilenet_v3_small"), _IMAGES, "float32"),
+    "conv1d_stack": (Conv1dStack, _seeded(((2, 16, 400), torch.float32)), "float32"),
+    "whisper_encoder": (whisper_encoder, _seeded(((1, 80, 3000), torch.float32)), "float32"),
+    "llama_bf16": (llama_decoder, _seeded(((1, 64), torch.int64)), "bfloat16"),
+    "gemma_f32": (gemma_decoder, _seeded(((1, 64), torch.int64)), "float32"),
+    "sdpa_bf16": (Attention, _attention_inputs(torch.bfloat16), "bfloat16"),
+    "sdpa_f32": (Attention, _attention_inputs(torch.float32), "float32"),
+}
+MODELS.update(ZOO)
+
+# Exported with strict=False (transformers' models do not trace strictly).
+NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32"}

@@ -1,0 +1,220 @@
+#include "runtime/copy.h"
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "runtime/dtypes.h"
+#include "runtime/errors.h"
+
+namespace aotirt {
+namespace {
+
+// A view's shape and strides, passed to kernels by value.
+struct Layout {
+  int32_t ndim;
+  int64_t sizes[AOTIRT_MAX_DIMS];
+  int64_t strides[AOTIRT_MAX_DIMS];
+};
+
+Layout layout_of(const Tensor& t) {
+  Layout l{};
+  l.ndim = static_cast<int32_t>(t.ndim);
+  for (int64_t d = 0; d < t.ndim; ++d) {
+    l.sizes[d] = t.sizes[d];
+    l.strides[d] = t.strides[d];
+  }
+  return l;
+}
+
+Layout contiguous_layout_of(const Tensor& t) {
+  Layout l = layout_of(t);
+  contiguous_strides(t.ndim, t.sizes, l.strides);
+  return l;
+}
+
+// Element offset, in `l`, of the element whose row-major index is `linear`.
+__host__ __device__ inline int64_t offset_of(const Layout& l, int64_t linear) {
+  int64_t offset = 0;
+  for (int32_t d = l.ndim - 1; d >= 0; --d) {
+    int64_t size = l.sizes[d];
+    offset += (linear % size) * l.strides[d];
+    linear /= size;
+  }
+  return offset;
+}
+
+// Elements are moved as same-sized unsigned integers: a copy needs no
+// arithmetic, so one kernel per element width serves every dtype.
+template <typename Word>
+__global__ void strided_copy_kernel(Word* dst, Layout dst_layout, const Word* src,
+                                    Layout src_layout, int64_t numel) {
+  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel; i += step)
+    dst[offset_of(dst_layout, i)] = src[offset_of(src_layout, i)];
+}
+
+template <typename Word>
+void launch_strided_copy(void* dst, const Layout& dst_layout, const void* src,
+                         const Layout& src_layout, int64_t numel, cudaStream_t stream) {
+  constexpr int kThreads = 256;
+  int64_t blocks = (numel + kThreads - 1) / kThreads;
+  if (blocks > 65536) blocks = 65536;  // grid-stride loop covers the rest
+  strided_copy_kernel<Word><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
+      static_cast<Word*>(dst), dst_layout, static_cast<const Word*>(src), src_layout, numel);
+}
+
+aotirt_status strided_copy_on_device(void* dst, const Layout& dst_layout, const void* src,
+                                     const Layout& src_layout, int64_t numel, size_t itemsize,
+                                     Stream* stream) {
+  if (numel == 0) return AOTIRT_OK;
+  DeviceGuard guard;  // kernels launch on the current device's streams only
+  AOTIRT_TRY(guard.enter(stream->device));
+  switch (itemsize) {
+    case 1: launch_strided_copy<uint8_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 2: launch_strided_copy<uint16_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 4: launch_strided_copy<uint32_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 8: launch_strided_copy<uint64_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    default: return fail(AOTIRT_ERROR_TYPE, "no strided copy for elements of " + std::to_string(itemsize) + " bytes");
+  }
+  AOTIRT_CUDA_TRY(cudaGetLastError());
+  return AOTIRT_OK;
+}
+
+void strided_copy_on_host(char* dst, const Layout& dst_layout, const char* src,
+                          const Layout& src_layout, int64_t numel, size_t itemsize) {
+  for (int64_t i = 0; i < numel; ++i)
+    std::memcpy(dst + offset_of(dst_layout, i) * itemsize, src + offset_of(src_layout, i) * itemsize, itemsize);
+}
+
+}  // namespace
+
+aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
+  const size_t itemsize = t.itemsize();
+  const int64_t numel = t.numel();
+  const size_t needed = static_cast<size_t>(numel) * itemsize;
+  if (nbytes != needed)
+    return fail(AOTIRT_ERROR_VALUE, "copy_to_host: destination holds " + std::to_string(nbytes) +
+                                        " bytes, the tensor has " + std::to_string(needed));
+  if (numel == 0) return AOTIRT_OK;
+
+  const Storage& storage = *t.storage;
+  if (storage.device_type == AOTIRT_DEVICE_CPU) {
+    if (t.is_contiguous())
+      std::memcpy(dst, t.data(), needed);
+    else
+      strided_copy_on_host(static_cast<char*>(dst), contiguous_layout_of(t),
+                           static_cast<const char*>(t.data()), layout_of(t), numel, itemsize);
+    return AOTIRT_OK;
+  }
+
+  AOTIRT_TRY(check_device_usable(storage.device_index));
+  StreamRef stream = t.stream;
+  if (!stream) AOTIRT_TRY(shared_stream(storage.device_index, &stream));
+  const void* source = t.data();
+  // Freed (stream-ordered, so after the copy that reads it) when this returns.
+  StorageRef staging;
+  if (!t.is_contiguous()) {
+    // Gather on the device first: one contiguous DMA beats many small ones.
+    // Through the stream's block cache, like every temporary.
+    AOTIRT_TRY(allocate_storage(needed, AOTIRT_DEVICE_CUDA, stream->device, stream, &staging));
+    AOTIRT_TRY(strided_copy_on_device(staging->data, contiguous_layout_of(t), t.data(), layout_of(t), numel,
+                                      itemsize, stream.get()));
+    source = staging->data;
+  }
+  cudaError_t copied = cudaMemcpyAsync(dst, source, needed, cudaMemcpyDeviceToHost, stream->handle);
+  if (copied != cudaSuccess) return fail_cuda(copied, "cudaMemcpyAsync(device to host)");
+  // The one place the host waits for the GPU (docs/design.md, "The one rule").
+  // A fault in any earlier kernel on this stream surfaces here.
+  cudaError_t done = cudaStreamSynchronize(stream->handle);
+  if (done != cudaSuccess) {
+    note_cuda_error(stream->device, done);
+    return fail_cuda(done, "cudaStreamSynchronize, waiting for the copy to host (an earlier kernel on this "
+                           "stream may have failed)");
+  }
+  return AOTIRT_OK;
+}
+
+aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream* stream) {
+  const int64_t numel = dst.numel();
+  const size_t itemsize = dst.itemsize();
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    if (numel == 0) return AOTIRT_OK;
+    AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), numel * itemsize,
+                                    cudaMemcpyDeviceToDevice, stream->handle));
+    return AOTIRT_OK;
+  }
+  return strided_copy_on_device(dst.data(), layout_of(dst), src.data(), layout_of(src), numel,
+                                itemsize, stream);
+}
+
+void copy_host_to_host(const Tensor& dst, const Tensor& src) {
+  const int64_t numel = dst.numel();
+  if (numel == 0) return;
+  if (dst.is_contiguous() && src.is_contiguous()) {
+    std::memcpy(dst.data(), src.data(), numel * dst.itemsize());
+    return;
+  }
+  strided_copy_on_host(static_cast<char*>(dst.data()), layout_of(dst),
+                       static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
+}
+
+aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {
+  AOTIRT_TRY(check_writable(dst, "copy_: the destination"));
+  if (dst.dtype != src.dtype)
+    return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
+                                               dtype_name(src.dtype) + " to " +
+                                               dtype_name(dst.dtype) + " is not supported");
+  if (dst.ndim != src.ndim)
+    return fail(AOTIRT_ERROR_VALUE, "copy_: broadcasting is not supported (ranks differ)");
+  for (int64_t d = 0; d < dst.ndim; ++d)
+    if (dst.sizes[d] != src.sizes[d])
+      return fail(AOTIRT_ERROR_VALUE, "copy_: shapes differ at dimension " + std::to_string(d));
+
+  const bool dst_cuda = dst.storage->device_type == AOTIRT_DEVICE_CUDA;
+  const bool src_cuda = src.storage->device_type == AOTIRT_DEVICE_CUDA;
+  if (!dst_cuda && !src_cuda) {
+    copy_host_to_host(dst, src);
+    return AOTIRT_OK;
+  }
+  if (dst_cuda && src_cuda) {
+    StreamRef stream;
+    AOTIRT_TRY(stream_on_device(on, src.storage->device_index, &stream));
+    // The copy reads src and writes dst: it waits for the work on both, and
+    // neither memory may be handed out again before it is done.
+    AOTIRT_TRY(use_on(src, stream.get()));
+    AOTIRT_TRY(use_on(dst, stream.get()));
+    AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
+    dst.stream = std::move(stream);
+    return AOTIRT_OK;
+  }
+  if (!dst_cuda) {
+    // A CPU destination needs the data now: this is the copy routine's job.
+    if (dst.is_contiguous()) return copy_to_host(src, dst.data(), dst.numel() * dst.itemsize());
+    // A strided CPU destination: land the data contiguously, then scatter.
+    StorageRef storage;
+    AOTIRT_TRY(allocate_storage(dst.numel() * dst.itemsize(), AOTIRT_DEVICE_CPU, 0, StreamRef(), &storage));
+    Tensor landing;
+    landing.storage = storage;
+    landing.ndim = dst.ndim;
+    landing.dtype = dst.dtype;
+    for (int64_t d = 0; d < dst.ndim; ++d) landing.sizes[d] = dst.sizes[d];
+    contiguous_strides(dst.ndim, dst.sizes, landing.strides);
+    AOTIRT_TRY(copy_to_host(src, landing.data(), dst.numel() * dst.itemsize()));
+    copy_host_to_host(dst, landing);
+    return AOTIRT_OK;
+  }
+  // Host to device: stream-ordered, no wait. Pageable sources are staged by
+  // CUDA before cudaMemcpyAsync returns, so `src` may change afterwards.
+  if (!dst.is_contiguous() || !src.is_contiguous())
+    return fail(AOTIRT_ERROR_VALUE, "copy_: host to device copies need contiguous tensors");
+  StreamRef stream;
+  AOTIRT_TRY(stream_on_device(on, dst.storage->device_index, &stream));
+  AOTIRT_TRY(use_on(dst, stream.get()));
+  AOTIRT_CUDA_TRY(cudaMemcpyAsync(dst.data(), src.data(), dst.numel() * dst.itemsize(),
+                                  cudaMemcpyHostToDevice, stream->handle));
+  dst.stream = std::move(stream);
+  return AOTIRT_OK;
+}
+
+}  // namespace aotirt

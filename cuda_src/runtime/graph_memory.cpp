@@ -1,0 +1,60 @@
+#include "runtime/graph_memory.h"
+
+#include <algorithm>
+
+namespace aotirt {
+namespace {
+
+thread_local CaptureState* tls_capture = nullptr;
+
+}  // namespace
+
+GraphMemory::~GraphMemory() {
+  // Runs once the graph is destroyed and no tensor uses its memory: every
+  // free below is queued after the graph's last launch on the launch stream.
+  // Errors cannot be reported from here; after a sticky CUDA error the
+  // memory is gone with the context anyway.
+  Stream& launch = *launch_stream_;
+  for (const Kept& k : kept_) {
+    k.stream->order_before_quietly(&launch);
+    for (const StreamRef& user : k.users) user->order_before_quietly(&launch);
+    (void)cudaFreeAsync(k.data, launch.handle);
+  }
+  // A graph allocation exists only from the graph's first launch on; before
+  // that there is nothing to free (and freeing would be an error).
+  if (launched_.load(std::memory_order_acquire))
+    for (void* data : allocations_) (void)cudaFreeAsync(data, launch.handle);
+}
+
+void GraphMemory::allocated(void* data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  allocations_.push_back(data);
+}
+
+void GraphMemory::freed(void* data) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  auto it = std::find(allocations_.begin(), allocations_.end(), data);
+  if (it != allocations_.end()) allocations_.erase(it);
+}
+
+void GraphMemory::keep(void* data, StreamRef stream, std::vector<StreamRef> users) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  kept_.push_back({data, std::move(stream), std::move(users)});
+}
+
+void CaptureState::wait_before_launch(Stream* producer) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const StreamRef& known : producers_)
+    if (known.get() == producer) return;
+  producers_.push_back(StreamRef::share(producer));
+}
+
+std::vector<StreamRef> CaptureState::take_producers() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return std::move(producers_);
+}
+
+CaptureState* capture_on_this_thread() { return tls_capture; }
+void set_capture_on_this_thread(CaptureState* capture) { tls_capture = capture; }
+
+}  // namespace aotirt

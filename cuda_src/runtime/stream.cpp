@@ -1,0 +1,221 @@
+#include "runtime/stream.h"
+
+#include <atomic>
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+
+#include "runtime/errors.h"
+#include "runtime/graph_memory.h"
+
+namespace aotirt {
+void forget_shared_stream(aotirt_stream* stream);
+
+namespace {
+
+// A new event of `device`, or nullptr when CUDA refuses. Raw CUDA calls, no
+// fail(): for destructors, which must leave the thread's last error alone.
+cudaEvent_t new_event_quietly(int device) {
+  int previous = -1;
+  if (cudaGetDevice(&previous) != cudaSuccess) return nullptr;
+  // An event is recorded on streams of its own device only.
+  if (previous != device && cudaSetDevice(device) != cudaSuccess) return nullptr;
+  cudaEvent_t event = nullptr;
+  if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) event = nullptr;
+  if (previous != device) (void)cudaSetDevice(previous);
+  return event;
+}
+
+}  // namespace
+}  // namespace aotirt
+
+aotirt_stream::~aotirt_stream() {
+  if (shared) aotirt::forget_shared_stream(this);
+  if (owned && handle) cache_.release_all(handle);
+  // Neither call waits: CUDA releases the resources once queued work is done.
+  if (order_event_) cudaEventDestroy(order_event_);
+  if (owned && handle) cudaStreamDestroy(handle);
+  if (release) release(release_ctx);
+}
+
+aotirt_stream::Ordering aotirt_stream::ordering_for(const aotirt_stream& waiter,
+                                                   aotirt::CaptureState** waiting_capture) const {
+  if (&waiter == this || waiter.handle == handle) return Ordering::None;
+  *waiting_capture = waiter.capture.load(std::memory_order_acquire);
+  aotirt::CaptureState* own_capture = capture.load(std::memory_order_acquire);
+  // The event would be recorded into the graph, and a stream waiting for it
+  // would be pulled into the capture.
+  if (own_capture && own_capture != *waiting_capture) return Ordering::Refused;
+  if (*waiting_capture && !own_capture) return Ordering::AtLaunch;
+  return Ordering::Event;
+}
+
+aotirt_status aotirt_stream::order_before(aotirt_stream* waiter) {
+  aotirt::CaptureState* waiting_capture = nullptr;
+  switch (ordering_for(*waiter, &waiting_capture)) {
+    case Ordering::None:
+      return AOTIRT_OK;
+    case Ordering::Refused:
+      return aotirt::fail(AOTIRT_ERROR_VALUE, "work being captured into a CUDA graph cannot be waited for by "
+                                              "a stream outside the capture");
+    case Ordering::AtLaunch:
+      waiting_capture->wait_before_launch(this);
+      return AOTIRT_OK;
+    case Ordering::Event:
+      break;
+  }
+  std::lock_guard<std::mutex> lock(event_mutex_);
+  if (!order_event_) {
+    aotirt::DeviceGuard guard;  // an event is recorded on its own device's streams only
+    AOTIRT_TRY(guard.enter(device));
+    AOTIRT_CUDA_TRY(cudaEventCreateWithFlags(&order_event_, cudaEventDisableTiming));
+  }
+  AOTIRT_CUDA_TRY(cudaEventRecord(order_event_, handle));
+  AOTIRT_CUDA_TRY(cudaStreamWaitEvent(waiter->handle, order_event_, 0));
+  return AOTIRT_OK;
+}
+
+void aotirt_stream::order_before_quietly(aotirt_stream* waiter) {
+  aotirt::CaptureState* waiting_capture = nullptr;
+  switch (ordering_for(*waiter, &waiting_capture)) {
+    case Ordering::None:
+    case Ordering::Refused:
+      return;
+    case Ordering::AtLaunch:
+      waiting_capture->wait_before_launch(this);
+      return;
+    case Ordering::Event:
+      break;
+  }
+  std::lock_guard<std::mutex> lock(event_mutex_);
+  if (!order_event_) order_event_ = aotirt::new_event_quietly(device);
+  if (order_event_ && cudaEventRecord(order_event_, handle) == cudaSuccess)
+    (void)cudaStreamWaitEvent(waiter->handle, order_event_, 0);
+}
+
+namespace aotirt {
+namespace {
+
+// Shared streams by device. The registry holds no reference: the stream dies
+// with its last user, and the next user creates a fresh one.
+std::mutex registry_mutex;
+std::unordered_map<int, Stream*> shared_streams;
+
+aotirt_status new_nonblocking_stream(int device, cudaStream_t* out) {
+  DeviceGuard guard;
+  AOTIRT_TRY(guard.enter(device));
+  // Non-blocking: never implicitly ordered with the legacy default stream, so
+  // a library that uses stream 0 cannot serialise our work behind its own.
+  AOTIRT_CUDA_TRY(cudaStreamCreateWithFlags(out, cudaStreamNonBlocking));
+  return AOTIRT_OK;
+}
+
+aotirt_status new_owned_stream(int device, bool shared, StreamRef* out) {
+  cudaStream_t handle = nullptr;
+  AOTIRT_TRY(new_nonblocking_stream(device, &handle));
+  auto* stream = new Stream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = true;
+  stream->shared = shared;
+  *out = StreamRef::adopt(stream);
+  return AOTIRT_OK;
+}
+
+thread_local Stream* tls_current_stream = nullptr;
+
+}  // namespace
+
+void forget_shared_stream(Stream* stream) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = shared_streams.find(stream->device);
+  if (it != shared_streams.end() && it->second == stream) shared_streams.erase(it);
+}
+
+aotirt_status shared_stream(int device, StreamRef* out) {
+  std::lock_guard<std::mutex> lock(registry_mutex);
+  auto it = shared_streams.find(device);
+  if (it != shared_streams.end() && it->second->try_add_ref()) {
+    *out = StreamRef::adopt(it->second);
+    return AOTIRT_OK;
+  }
+  AOTIRT_TRY(new_owned_stream(device, /*shared=*/true, out));
+  shared_streams[device] = out->get();
+  return AOTIRT_OK;
+}
+
+aotirt_status create_stream(int device, StreamRef* out) {
+  return new_owned_stream(device, /*shared=*/false, out);
+}
+
+StreamRef adopt_stream(cudaStream_t handle, int device) {
+  auto* stream = new Stream();
+  stream->handle = handle;
+  stream->device = device;
+  stream->owned = false;
+  return StreamRef::adopt(stream);
+}
+
+cudaEvent_t record_event_quietly(const Stream& stream) {
+  cudaEvent_t event = new_event_quietly(stream.device);
+  if (event && cudaEventRecord(event, stream.handle) != cudaSuccess) {
+    (void)cudaEventDestroy(event);
+    event = nullptr;
+  }
+  return event;
+}
+
+Stream* current_stream() { return tls_current_stream; }
+void set_current_stream(Stream* stream) { tls_current_stream = stream; }
+
+aotirt_status stream_or_shared(Stream* stream, int device, StreamRef* out) {
+  if (!stream) return shared_stream(device, out);
+  if (stream->device != device)
+    return fail(AOTIRT_ERROR_VALUE, "the stream is on cuda:" + std::to_string(stream->device) +
+                                        ", the tensor on cuda:" + std::to_string(device));
+  *out = StreamRef::share(stream);
+  return AOTIRT_OK;
+}
+
+aotirt_status stream_on_device(Stream* preferred, int device, StreamRef* out) {
+  if (preferred && preferred->device == device) {
+    *out = StreamRef::share(preferred);
+    return AOTIRT_OK;
+  }
+  return shared_stream(device, out);
+}
+
+aotirt_status stream_for_device(int device, StreamRef* out) { return stream_on_device(tls_current_stream, device, out); }
+
+DeviceGuard::~DeviceGuard() {
+  if (previous_ >= 0) cudaSetDevice(previous_);
+}
+
+aotirt_status DeviceGuard::enter(int device) {
+  int current = 0;
+  AOTIRT_CUDA_TRY(cudaGetDevice(&current));
+  if (current == device) return AOTIRT_OK;
+  AOTIRT_CUDA_TRY(cudaSetDevice(device));
+  previous_ = current;
+  return AOTIRT_OK;
+}
+
+aotirt_status configure_pool(int device) {
+  // Checked on every allocation, so the common case is one atomic load.
+  constexpr int kMaxDevices = 256;
+  static std::atomic<bool> configured[kMaxDevices];
+  static std::mutex mutex;
+  if (device < 0 || device >= kMaxDevices)
+    return fail(AOTIRT_ERROR_VALUE, "CUDA device index " + std::to_string(device) + " is out of range");
+  if (configured[device].load(std::memory_order_acquire)) return AOTIRT_OK;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (configured[device].load(std::memory_order_relaxed)) return AOTIRT_OK;
+  cudaMemPool_t pool = nullptr;
+  AOTIRT_CUDA_TRY(cudaDeviceGetDefaultMemPool(&pool, device));
+  uint64_t keep_everything = UINT64_MAX;
+  AOTIRT_CUDA_TRY(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &keep_everything));
+  configured[device].store(true, std::memory_order_release);
+  return AOTIRT_OK;
+}
+
+}  // namespace aotirt

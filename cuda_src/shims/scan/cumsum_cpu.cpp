@@ -1,0 +1,92 @@
+// aoti_torch_cpu_cumsum: aten.cumsum on the CPU, as torch computes it: the
+// input is first converted to the output dtype (`dtype` if given, else
+// int64 for integer and bool inputs, else the input's), then summed in
+// torch's CPU accumulation type (double for float32 and float64, float for
+// float16 and bfloat16, int64 for integers), each partial sum converted to
+// the output dtype. The output is contiguous, as torch's.
+
+#include <string>
+#include <type_traits>
+
+#include "aotirt/shim.h"
+#include "runtime/dtypes.h"
+#include "runtime/errors.h"
+#include "runtime/tensor.h"
+#include "shims/host_elements.h"
+#include "shims/shim_helpers.h"
+
+namespace aotirt {
+namespace {
+
+constexpr const char* kName = "aoti_torch_cpu_cumsum";
+
+template <typename T>
+using Accumulator = std::conditional_t<
+    std::is_same_v<T, float> || std::is_same_v<T, double>, double,
+    std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, int64_t>>;
+
+template <typename In, typename Out>
+void cumsum(const Tensor& self, int64_t dim, const Tensor& out) {
+  using Acc = Accumulator<Out>;
+  const In* x = static_cast<const In*>(self.data());
+  Out* y = static_cast<Out*>(out.data());
+  const int64_t length = self.ndim ? self.sizes[dim] : 1;
+  const int64_t x_step = self.ndim ? self.strides[dim] : 0;
+  const int64_t y_step = out.ndim ? out.strides[dim] : 0;
+  // Every line along `dim`: walk the other dimensions with an index.
+  int64_t index[AOTIRT_MAX_DIMS] = {};
+  const int64_t lines = length ? self.numel() / length : 0;
+  for (int64_t line = 0; line < lines; ++line) {
+    const In* xl = x + host::offset_at(self, index);
+    Out* yl = y + host::offset_at(out, index);
+    Acc acc = 0;
+    for (int64_t i = 0; i < length; ++i) {
+      // Converted to the output dtype first, as torch's self.to(out dtype).
+      const Out value = host::cast<Out>(xl[i * x_step]);
+      acc += host::cast<Acc>(value);
+      yl[i * y_step] = host::cast<Out>(acc);
+    }
+    for (int64_t d = self.ndim - 1; d >= 0; --d) {  // next line: odometer over dims other than `dim`
+      if (d == dim) continue;
+      if (++index[d] < self.sizes[d]) break;
+      index[d] = 0;
+    }
+  }
+}
+
+aotirt_status run(const Tensor* self, int64_t dim, const int32_t* dtype, Tensor** ret) {
+  if (!self || !ret) return null_argument(kName);
+  AOTIRT_TRY(host::require_cpu(*self, kName, "self"));
+  const int64_t rank = self->ndim ? self->ndim : 1;  // a 0-d tensor takes dim 0 or -1
+  if (dim < -rank || dim >= rank)
+    return fail(AOTIRT_ERROR_VALUE, std::string(kName) + ": dim " + std::to_string(dim) + " is out of range for " +
+                                        std::to_string(self->ndim) + " dimensions");
+  if (dim < 0) dim += rank;
+  int32_t out_dtype = dtype ? *dtype : (is_floating(self->dtype) ? self->dtype : AOTIRT_DTYPE_INT64);
+  if (out_dtype == AOTIRT_DTYPE_BOOL)
+    return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": a bool result is not supported (torch has no bool "
+                                                        "cumsum either)");
+  if (dtype_itemsize(out_dtype) == 0 || dtype_itemsize(self->dtype) == 0)
+    return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": dtype code " + std::to_string(out_dtype) +
+                                       " is not supported");
+  Tensor* made = nullptr;
+  AOTIRT_TRY(new_tensor(self->ndim, self->sizes, nullptr, out_dtype, AOTIRT_DEVICE_CPU, 0, &made));
+  OwnedTensor out(made);
+  bool known = false;
+  host::dispatch_dtype(self->dtype, [&](auto in) {
+    known = host::dispatch_dtype(out_dtype, [&](auto o) { cumsum<decltype(in), decltype(o)>(*self, dim, *out); });
+  });
+  if (!known)
+    return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": no loop from " + dtype_name(self->dtype) + " to " +
+                                       dtype_name(out_dtype));
+  *ret = out.release();
+  return AOTIRT_OK;
+}
+
+}  // namespace
+}  // namespace aotirt
+
+extern "C" AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                AtenTensorHandle* ret0) {
+  return aotirt::shim(aotirt::kName, [&] { return aotirt::run(self, dim, dtype, ret0); });
+}

@@ -1,0 +1,85 @@
+// The aoti_torch_* functions libaotirt.so implements: one line each,
+//
+//   AOTIRT_SHIM(name, family, devices)
+//
+// `family` names where the implementation lives under cuda_src/shims/
+// ("tensor": tensor_attributes.cpp, "memory": memory.cpp, "stream":
+// streams.cpp, "diagnostics": diagnostics.cpp; "matmul", "attention",
+// "convolution", "scan": the folder of that name); `devices`: "cpu", "cuda"
+// or "any" (the device of the tensors it takes).
+//
+// The one list of the shims: the load-time check of a model library
+// (runtime/handle.cpp) names the aoti_torch_* functions it needs that are not
+// here; the C API (aotirt_shim_count, aotirt_shim_at) hands it to the tests,
+// which check it against what libaotirt.so exports; scripts/shim-table.py
+// prints the README's list from it. A new shim is its line here and its
+// implementation (declared in shim.h with torch's signature).
+//
+// An X-macro list: define AOTIRT_SHIM(name, family, devices), then include
+// this file (which has no include guard, and undefines AOTIRT_SHIM at its end).
+
+#ifndef AOTIRT_SHIM
+#error "define AOTIRT_SHIM(name, family, devices) before including aotirt/shim_table.h"
+#endif
+
+AOTIRT_SHIM(aoti_torch_device_type_cpu,                                 "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_device_type_cuda,                                "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_float8_e5m2,                               "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_float8_e4m3fn,                             "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_bfloat16,                                  "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_float16,                                   "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_float32,                                   "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_float64,                                   "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_uint8,                                     "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_int8,                                      "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_int16,                                     "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_int32,                                     "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_int64,                                     "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_bool,                                      "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_dtype_element_size,                              "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_layout_strided,                                  "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_memory_format_contiguous_format,                 "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_data_ptr,                                    "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_storage_size,                                "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_dim,                                         "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_numel,                                       "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_sizes,                                       "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_size,                                        "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_strides,                                     "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_stride,                                      "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_dtype,                                       "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_device_type,                                 "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_device_index,                                "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_get_storage_offset,                              "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_is_contiguous,                                   "tensor",       "any")
+AOTIRT_SHIM(aoti_torch_delete_tensor_object,                            "memory",       "any")
+AOTIRT_SHIM(aoti_torch_new_tensor_handle,                               "memory",       "any")
+AOTIRT_SHIM(aoti_torch_empty_strided,                                   "memory",       "any")
+AOTIRT_SHIM(aoti_torch_create_tensor_from_blob,                         "memory",       "any")
+AOTIRT_SHIM(aoti_torch_create_tensor_from_blob_v2,                      "memory",       "any")
+AOTIRT_SHIM(aoti_torch__reinterpret_tensor,                             "memory",       "any")
+AOTIRT_SHIM(aoti_torch_clone,                                           "memory",       "any")
+AOTIRT_SHIM(aoti_torch_clone_preserve_strides,                          "memory",       "any")
+AOTIRT_SHIM(aoti_torch_copy_,                                           "memory",       "any")
+AOTIRT_SHIM(aoti_torch_create_cuda_stream_guard,                        "stream",       "cuda")
+AOTIRT_SHIM(aoti_torch_delete_cuda_stream_guard,                        "stream",       "cuda")
+AOTIRT_SHIM(aoti_torch_get_current_cuda_stream,                         "stream",       "cuda")
+AOTIRT_SHIM(aoti_torch_grad_mode_is_enabled,                            "diagnostics",  "any")
+AOTIRT_SHIM(aoti_torch_grad_mode_set_enabled,                           "diagnostics",  "any")
+AOTIRT_SHIM(aoti_torch_warn,                                            "diagnostics",  "any")
+AOTIRT_SHIM(aoti_torch_check,                                           "diagnostics",  "any")
+AOTIRT_SHIM(aoti_torch_cpu_mm_out,                                      "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_addmm_out,                                   "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_bmm_out,                                     "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_mm_out,                                     "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_addmm_out,                                  "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_bmm_out,                                    "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_efficient_attention,    "attention",    "cuda")
+AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_cudnn_attention,        "attention",    "cuda")
+AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_flash_attention,        "attention",    "cuda")
+AOTIRT_SHIM(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu, "attention",    "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_convolution,                                 "convolution",  "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_convolution,                                "convolution",  "cuda")
+AOTIRT_SHIM(aoti_torch_cpu_cumsum,                                      "scan",         "cpu")
+
+#undef AOTIRT_SHIM
