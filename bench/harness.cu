@@ -171,8 +171,10 @@ aotirt_handle* open_with_weights(const Options& opt, const char* name, aotirt_st
   aotirt_handle* handle = nullptr;
   bench::check(aotirt_handle_open(path.c_str(), AOTIRT_DEVICE_CUDA, 0, stream, &handle), "aotirt_handle_open");
   std::vector<char> blob = read_file(opt.models + "/" + name + ".weights");
-  bench::check(aotirt_handle_update_constants_from_blob(handle, reinterpret_cast<const uint8_t*>(blob.data())),
-               "aotirt_handle_update_constants_from_blob");
+  // Sized: the core checks the file against the size the library reads.
+  bench::check(aotirt_handle_update_constants_from_blob_sized(handle, reinterpret_cast<const uint8_t*>(blob.data()),
+                                                              blob.size()),
+               "aotirt_handle_update_constants_from_blob_sized");
   return handle;
 }
 

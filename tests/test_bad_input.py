@@ -2,12 +2,13 @@
 
 import os
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 
 import aotirt
-from helpers import cuda_error_without_gpu
+from helpers import cuda_error_without_gpu, run_python
 
 
 @pytest.fixture
@@ -303,3 +304,195 @@ def test_library_needing_missing_shims_names_every_one(tmp_path):
     assert "needs 2 aoti_torch_* function(s) that aotirt does not implement" in message
     assert "aoti_torch_frobnicate" in message and "aoti_torch_missing_op" in message
     assert "aoti_torch_empty_strided" not in message
+
+
+# ---- sizes and bounds from users: overflow-safe checks in the core --------
+
+NARROW_CASES = [
+    # (dim, start, length): each once made a view outside the buffer, or a
+    # shape of 2**62 elements, because start + length overflowed int64.
+    (0, 2**63 - 1, 1),
+    (0, 1, 2**62),
+    (0, 3, 2**63 - 1),
+    (0, -1, 1),
+    (0, 0, -1),
+    (0, 7, 0),
+    (1, 0, 1),
+    (-2, 0, 1),
+]
+
+
+@pytest.mark.parametrize("dim, start, length", NARROW_CASES)
+def test_narrow_out_of_bounds_is_refused_in_a_subprocess(dim, start, length):
+    # In a subprocess: before the fix, reading the view crashed the interpreter.
+    proc = run_python(
+        "import aotirt, numpy as np\n"
+        "t = aotirt.asarray(np.arange(6, dtype=np.float32))\n"
+        "try:\n"
+        f"    v = t.narrow({dim}, {start}, {length})\n"
+        "    print('made', v.shape, v.numpy().sum())\n"
+        "except ValueError as e:\n"
+        "    print('ValueError:', e)\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("ValueError: narrow: "), proc.stdout
+
+
+def test_chained_narrows_stay_inside_the_buffer():
+    t = aotirt.asarray(np.arange(12, dtype=np.float32).reshape(3, 4))
+    view = t.narrow(1, 1, 2).narrow(0, 2, 1)
+    np.testing.assert_array_equal(view.numpy(), [[9, 10]])
+    with pytest.raises(ValueError, match="outside dimension 1 of size 2"):
+        view.narrow(1, 2**63 - 1, 2)
+    with pytest.raises(ValueError, match="outside dimension 0 of size 1"):
+        view.narrow(0, 1, 1)
+    assert view.narrow(0, 1, 0).shape == (0, 2)     # start == size, length 0: allowed, as in torch
+    assert view.narrow(-1, 0, 1).shape == (1, 1)    # negative dims count from the end
+
+
+@pytest.mark.parametrize("shape, dtype", [((2**62,), "float32"), ((2**31, 2**31, 4), "int8"), ((2**30, 2**30, 4), "int16"),
+                                         ((2**61,), "float64")])
+def test_allocation_sizes_that_overflow_are_refused(shape, dtype):
+    # numel fits in int64 but numel * itemsize does not: this once wrapped to
+    # a tiny allocation, which writes then overran.
+    with pytest.raises(ValueError, match="more (bytes|elements) than fit in int64"):
+        aotirt.empty(shape, dtype)
+
+
+def test_a_name_without_a_slash_opens_the_file_in_the_working_folder(tmp_path):
+    # The library checked (./model.so) is the one opened: before, dlopen
+    # searched the library path for "model.so" and found another file there.
+    import shutil
+
+    here, elsewhere = tmp_path / "here", tmp_path / "elsewhere"
+    here.mkdir()
+    elsewhere.mkdir()
+    shutil.copy(aotirt.models.path("add_mul", "cpu"), here / "model.so")
+    shutil.copy(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"), elsewhere / "model.so")
+    package_parent = os.path.dirname(os.path.dirname(aotirt.__file__))
+    env = dict(os.environ, LD_LIBRARY_PATH=str(elsewhere),
+               PYTHONPATH=os.pathsep.join([package_parent, os.environ.get("PYTHONPATH", "")]))
+    code = ("import aotirt, numpy as np\n"
+            "with aotirt.AotiHandle('model.so') as h:\n"
+            "    print(h.run([np.ones(2, np.float32)] * 3)[0].numpy())\n")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=here, env=env, capture_output=True, text=True,
+                          timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[2. 2.]"
+    proc = subprocess.run([sys.executable, "-m", "aotirt", "run", "model.so"], cwd=here, env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert "takes 3 inputs, got 0" in proc.stderr, proc.stderr   # add_mul's container, not libaotirt
+
+
+def _driver_installed():
+    import ctypes
+
+    try:
+        ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    return True
+
+
+def test_no_driver_says_so_and_keeps_the_cuda_name_and_code():
+    error = cuda_error_without_gpu("aotirt.Stream.shared(0)")
+    if _driver_installed():
+        # A GPU machine with CUDA_VISIBLE_DEVICES="": CUDA's own reason stands.
+        assert "no NVIDIA driver found" not in error["message"], error
+    else:
+        # This machine has the toolkit but no driver: every CUDA path said only
+        # cudaErrorInsufficientDriver ("driver version is insufficient").
+        assert error["name"] == "cudaErrorInsufficientDriver" and error["code"] == 35, error
+        assert error["message"].startswith("cudaErrorInsufficientDriver: no NVIDIA driver found: "
+                                           "libcuda.so.1 cannot be loaded"), error
+
+
+# ---- integers from users: operator.index semantics, never a float's truncation
+
+@pytest.mark.parametrize("make", [
+    lambda: aotirt.empty((2.5,)),                 # was shape (2,)
+    lambda: aotirt.empty((2, "3")),
+    lambda: aotirt.empty(1.0),
+    lambda: aotirt.empty_pinned((1.5, 2)),
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0, 2.5, 1),   # was start 2
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0.0, 1, 1),
+    lambda: aotirt.asarray(np.zeros(6, np.float32)).narrow(0, 1, None),
+])
+def test_non_integer_sizes_and_indices_are_type_errors(make):
+    with pytest.raises(TypeError, match="must be an integer"):
+        make()
+
+
+def test_integer_like_sizes_are_taken():
+    assert aotirt.empty((np.int64(2), np.int32(3))).shape == (2, 3)
+    assert aotirt.empty(4).shape == (4,)
+    t = aotirt.asarray(np.arange(6, dtype=np.float32))
+    np.testing.assert_array_equal(t.narrow(np.int64(0), np.int16(2), np.uint8(2)).numpy(), [2, 3])
+    with pytest.raises(ValueError, match="does not fit in int64"):
+        t.narrow(0, 2**64, 1)
+    with pytest.raises(ValueError, match="negative size"):
+        aotirt.empty((2, -1))
+
+
+def test_empty_pinned_sizes_that_overflow():
+    # numel * itemsize wrapped in size_t before (a tiny allocation for a huge shape).
+    with pytest.raises(ValueError, match="more than fit in int64"):
+        aotirt.empty_pinned((2**62,), np.float32)
+
+
+def test_cuda_array_interface_entries_must_be_integers():
+    class Fake:
+        def __init__(self, **overrides):
+            self.__cuda_array_interface__ = dict({"shape": (4,), "typestr": "<f4", "data": (0, False),
+                                                  "version": 3}, **overrides)
+
+    with pytest.raises(TypeError, match="__cuda_array_interface__ shape must be an integer"):
+        aotirt.from_dlpack(Fake(shape=(2.5,)))
+    with pytest.raises(TypeError, match="__cuda_array_interface__ stride must be an integer"):
+        aotirt.from_dlpack(Fake(strides=(4.0,)))
+    with pytest.raises(TypeError, match="data address .* is not a pointer"):
+        aotirt.from_dlpack(Fake(data=(-8, False)))
+    with pytest.raises(TypeError, match=r"data must be \(address, read_only\)"):
+        aotirt.from_dlpack(Fake(data=12345))
+
+
+@pytest.mark.parametrize("device", [1.0, True, "cuda:" + "9" * 30, "cuda:\u0663", -1])
+def test_device_indices_are_integers(device):
+    with pytest.raises(ValueError, match="device"):
+        aotirt.empty((2,), device=device)
+
+
+@pytest.mark.parametrize("device", [2.5, "0", None, True])
+def test_stream_device_indices_are_integers(device):
+    # Stream.shared(2.5) was Stream.shared(2).
+    with pytest.raises(TypeError, match="a device index must be an integer"):
+        aotirt.Stream.shared(device)
+    with pytest.raises(TypeError, match="a device index must be an integer"):
+        aotirt.Stream.create(device)
+
+
+def test_stream_device_index_range():
+    for device in (-1, 2**40):
+        with pytest.raises(ValueError, match="device index must be >= 0"):
+            aotirt.Stream.shared(device)
+
+
+def test_c_api_wrap_host_refuses_negative_strides_and_huge_extents():
+    import ctypes
+
+    from shim_tensors import LIB, last_error
+
+    wrap = LIB.aotirt_tensor_wrap_host
+    wrap.argtypes = [ctypes.c_void_p, ctypes.c_int64, ctypes.POINTER(ctypes.c_int64), ctypes.POINTER(ctypes.c_int64),
+                     ctypes.c_int32, ctypes.c_void_p, ctypes.c_void_p, ctypes.POINTER(ctypes.c_void_p)]
+    wrap.restype = ctypes.c_int
+    data = np.zeros(8, np.float32)
+    out = ctypes.c_void_p()
+    sizes = (ctypes.c_int64 * 1)(8)
+    assert wrap(data.ctypes.data, 1, sizes, (ctypes.c_int64 * 1)(-1), 6, None, None, ctypes.byref(out)) == 3
+    assert "stride -1 of dimension 0 is negative" in last_error()
+    huge = (ctypes.c_int64 * 2)(2**40, 2**40)   # sizes 2**40 x 2**40 overflow before any stride does
+    assert wrap(data.ctypes.data, 2, huge, (ctypes.c_int64 * 2)(2**40, 1), 6, None, None, ctypes.byref(out)) == 3
+    assert "than fit in int64" in last_error()
+    sizes = (ctypes.c_int64 * 2)(3, 3)           # numel fits, but the strides span past int64
+    assert wrap(data.ctypes.data, 2, sizes, (ctypes.c_int64 * 2)(2**62, 1), 6, None, None, ctypes.byref(out)) == 3
+    assert "span more bytes than fit in int64" in last_error()

@@ -175,3 +175,120 @@ def test_corrupt_member_is_refused_and_leaves_nothing(tmp_path, private_cache):
     with pytest.raises(aotirt.AotiError, match="cannot extract"):
         aotirt.load(package)
     assert not any(f for _, _, f in os.walk(private_cache))
+
+
+# ---- broken packages: AotiError naming the package and the entry -------------
+
+@pytest.mark.parametrize("data, message", [
+    (b"{not json", "is not valid JSON metadata"),
+    (b"\xff\xfe\x00binary", "is not valid JSON metadata"),
+    (b'["AOTI_DEVICE_KEY", "cpu"]', "holds a JSON list, not the object of AOTInductor metadata"),
+    (b'"cpu"', "holds a JSON str"),
+])
+def test_broken_metadata_names_the_entry(tmp_path, data, message):
+    # Raw JSONDecodeError / AttributeError ('list' object has no attribute 'get') before.
+    package = make_package(tmp_path / "m.pt2", {
+        "pkg/data/aotinductor/model/abc.wrapper.so": library_bytes(),
+        "pkg/data/aotinductor/model/abc.wrapper_metadata.json": data,
+    })
+    with pytest.raises(aotirt.AotiError, match=rf"m\.pt2: entry 'data/aotinductor/model/abc\.wrapper_metadata\.json' "
+                                               rf"{message}"):
+        aotirt.load(package)
+
+
+def test_duplicate_entries_are_refused(tmp_path):
+    # FileExistsError before.
+    package = tmp_path / "m.pt2"
+    with zipfile.ZipFile(package, "w") as z, pytest.warns(UserWarning, match="Duplicate name"):
+        z.writestr("pkg/data/aotinductor/model/abc.wrapper.so", library_bytes())
+        z.writestr("pkg/data/aotinductor/model/abc.wrapper.so", b"\x7fELF other")
+    with pytest.raises(aotirt.AotiError, match=r"entry 'pkg/data/aotinductor/model/abc\.wrapper\.so' appears twice"):
+        aotirt.load(package)
+
+
+def cached_files(cache):
+    return [os.path.join(d, f) for d, _, files in os.walk(cache / "pt2") for f in files
+            if not d.split(os.sep)[-1].startswith(".")]
+
+
+def load_in_a_subprocess(package, cache):
+    """aotirt.load and one run in a fresh process (a process that has a
+    library mapped must not see it damaged under it: that is a crash anywhere)."""
+    proc = subprocess.run([sys.executable, "-c",
+                           "import aotirt, numpy as np\n"
+                           f"with aotirt.load({str(package)!r}) as h:\n"
+                           "    x = np.full(5, 2.0, np.float32)\n"
+                           "    print(h.path, h.run([x, x, x])[0].numpy().tolist())\n"],
+                          capture_output=True, text=True, timeout=120, env=dict(os.environ, AOTIRT_CACHE=str(cache)))
+    assert proc.returncode == 0, proc.stderr
+    path, result = proc.stdout.split(" ", 1)
+    assert result.strip() == "[6.0, 6.0, 6.0, 6.0, 6.0]"
+    return path
+
+
+def test_a_cache_damaged_later_is_extracted_again(tmp_path, private_cache):
+    # A cached library cut short after extraction was trusted ("too short to
+    # be a shared library" about a file the user never made).
+    package = make_package(tmp_path / "m.pt2", {
+        "pkg/data/aotinductor/model/abc.wrapper.so": library_bytes(),
+        "pkg/data/aotinductor/model/abc.wrapper_metadata.json": metadata("cpu"),
+    })
+    cached = load_in_a_subprocess(package, private_cache)
+    os.truncate(cached, 100)                                  # cut short
+    assert load_in_a_subprocess(package, private_cache) == cached
+    assert os.path.getsize(cached) == len(library_bytes())
+    os.remove(cached)                                         # removed
+    load_in_a_subprocess(package, private_cache)
+    data = bytearray(library_bytes())                         # same size, other bytes, a later time
+    data[200:300] = b"\0" * 100
+    with open(cached, "r+b") as f:
+        f.write(bytes(data))
+    os.utime(cached, ns=(os.stat(cached).st_atime_ns, os.stat(cached).st_mtime_ns + 10**9))
+    load_in_a_subprocess(package, private_cache)
+    assert open(cached, "rb").read() == library_bytes()
+
+
+def test_files_added_to_the_cache_are_ignored_and_a_lost_manifest_redoes_it(tmp_path, private_cache):
+    package = make_package(tmp_path / "m.pt2", {"pkg/data/aotinductor/model/abc.wrapper.so": library_bytes()})
+    with aotirt.load(package, device="cpu") as h:
+        folder = os.path.dirname(h.path)
+    # A second library dropped beside it: the package holds one, so one is opened.
+    with open(os.path.join(folder, "zzz.wrapper.so"), "wb") as f:
+        f.write(library_bytes())
+    with aotirt.load(package, device="cpu") as h:
+        assert h.path.endswith("abc.wrapper.so")
+    manifest = os.path.join(os.path.dirname(os.path.dirname(folder)), "manifest.json")
+    os.remove(manifest)
+    with aotirt.load(package, device="cpu") as h:
+        assert h.path.endswith("abc.wrapper.so")
+    assert os.path.exists(manifest) and not os.path.exists(os.path.join(folder, "zzz.wrapper.so"))
+
+
+def test_a_damaged_cache_that_cannot_be_replaced_says_where(tmp_path, private_cache, monkeypatch):
+    from aotirt import loader
+
+    package = make_package(tmp_path / "m.pt2", {"pkg/data/aotinductor/model/abc.wrapper.so": library_bytes(),
+                                                "pkg/data/aotinductor/model/abc.wrapper_metadata.json": metadata("cpu")})
+    cached = load_in_a_subprocess(package, private_cache)
+    os.truncate(cached, 10)
+    target = os.path.dirname(os.path.dirname(os.path.dirname(cached)))
+    real_rename = os.rename
+
+    def rename(source, destination):      # the cache folder refuses changes (a read-only mount...)
+        if os.fspath(source) == target:
+            raise PermissionError(13, "Permission denied", source)
+        return real_rename(source, destination)
+
+    monkeypatch.setattr(loader.os, "rename", rename)
+    with pytest.raises(aotirt.AotiError, match=rf"the cached extraction at {target} is damaged .* could not be "
+                                               r"replaced .*Permission denied.*: delete that folder"):
+        aotirt.load(package)
+
+
+@pytest.mark.parametrize("value, message", [("8G", "is not a number of bytes"), ("-1", "is negative")])
+def test_bad_size_limits_in_the_environment(tmp_path, monkeypatch, value, message):
+    # They were parsed at import: a bad value made `import aotirt.loader` fail.
+    package = make_package(tmp_path / "m.pt2", {"pkg/data/aotinductor/model/x.wrapper.so": library_bytes()})
+    monkeypatch.setenv("AOTIRT_PT2_MAX_ENTRY_BYTES", value)
+    with pytest.raises(aotirt.AotiError, match=f"AOTIRT_PT2_MAX_ENTRY_BYTES='{value}' {message}"):
+        aotirt.load(package)

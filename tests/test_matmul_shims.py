@@ -555,3 +555,13 @@ def _in_tests(code):
 
     here = os.path.dirname(os.path.abspath(__file__))
     return f"import sys\nsys.path.insert(0, {here!r})\n" + textwrap.dedent(code)
+
+
+def test_cublas_named_without_a_slash_is_refused():
+    # dlopen would search the library path for a bare name, not open the file
+    # the user meant: the variable takes a path.
+    proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": "libcublas.so.13"})
+    assert proc.returncode == 0, proc.stderr
+    status, message = proc.stdout.splitlines()[:2]
+    assert status == "2"
+    assert message.startswith("aotirt_cublas_load: AOTIRT_CUBLAS=libcublas.so.13 is not a path (it has no '/')")

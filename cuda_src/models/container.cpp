@@ -199,6 +199,11 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerRunSingleThreaded(
 #if defined(AOTIRT_MODEL_HAS_STATE)
 // Only models with state export this: aotirt then tells a caller that a
 // stateless library takes no weights, instead of the library ignoring them.
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantsBlobSize(AOTInductorModelContainerHandle,
+                                                                        uint64_t* ret_size) {
+  return guarded([&] { *ret_size = model::constants_blob_size(); });
+}
+
 MODEL_API AOTIRuntimeError AOTInductorModelUpdateConstantsFromBlob(AOTInductorModelContainerHandle handle,
                                                                    const uint8_t* weight_blob_ptr) {
   return guarded([&] {

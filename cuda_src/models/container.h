@@ -90,6 +90,10 @@ class State {
 // Replaces `state` with constants read from `blob` (the layout is the model's
 // own: the ABI passes no size).
 void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob);
+// The bytes update_constants reads, which the container exports as
+// AOTInductorModelContainerGetConstantsBlobSize, as torch's do: aotirt checks
+// a blob's size against it before handing the library the bare pointer.
+uint64_t constants_blob_size();
 // As run() above; `state` is null until constants were loaded.
 void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
          void* stream);

@@ -93,4 +93,14 @@ void update_constants(const Device& device, std::unique_ptr<State>& state, const
   state = pipeline::load_weights(device, pipeline::layout(), blob);
 }
 
+uint64_t constants_blob_size() {
+  uint64_t values = 0;
+  for (const pipeline::WeightSpec& w : pipeline::layout()) {
+    uint64_t n = 1;
+    for (int64_t s : w.shape) n *= static_cast<uint64_t>(s);
+    values += n;
+  }
+  return values * sizeof(float);
+}
+
 }  // namespace model

@@ -73,7 +73,19 @@ AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* cons
 AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob) {
   AOTIRT_ENTRY();
   if (!blob) return fail(AOTIRT_ERROR_VALUE, "the weights blob is NULL");
-  return h->update_constants_from_blob(blob);
+  return h->update_constants_from_blob(blob, 0, false);
+}
+
+AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob,
+                                                                      size_t nbytes) {
+  AOTIRT_ENTRY();
+  if (!blob) return fail(AOTIRT_ERROR_VALUE, "the weights blob is NULL");
+  return h->update_constants_from_blob(blob, nbytes, true);
+}
+
+AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bool* exact) {
+  AOTIRT_ENTRY();
+  return h->constants_blob_size(nbytes, exact);
 }
 
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { AOTIRT_ENTRY(); return h->close(); }

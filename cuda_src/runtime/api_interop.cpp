@@ -76,7 +76,9 @@ AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVers
     return fail(AOTIRT_ERROR_VALUE, "the DLPack tensor has version " + std::to_string(managed->version.major) + "." +
                                         std::to_string(managed->version.minor) + "; aotirt reads version " +
                                         std::to_string(DLPACK_MAJOR_VERSION) + ".x");
-  return from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensorVersioned>, managed, out);
+  AOTIRT_TRY(from_dlpack(managed->dl_tensor, stream, &call_deleter<DLManagedTensorVersioned>, managed, out));
+  if (managed->flags & DLPACK_FLAG_BITMASK_READ_ONLY) (*out)->storage->read_only = true;
+  return AOTIRT_OK;
 }
 
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out) {

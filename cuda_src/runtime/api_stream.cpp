@@ -19,6 +19,17 @@ AOTIRT_API int aotirt_device_count(void) {
   return count;
 }
 
+AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count) {
+  AOTIRT_ENTRY();
+  *count = 0;
+  cudaError_t err = cudaGetDeviceCount(count);
+  if (err != cudaSuccess) {
+    *count = 0;
+    return fail_cuda(err, "cudaGetDeviceCount");
+  }
+  return AOTIRT_OK;
+}
+
 AOTIRT_API aotirt_status aotirt_stream_shared(int device, aotirt_stream** out) {
   AOTIRT_ENTRY();
   StreamRef stream;

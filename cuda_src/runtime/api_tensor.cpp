@@ -16,10 +16,15 @@ using namespace aotirt;
 
 namespace {
 
-size_t contiguous_nbytes(int64_t ndim, const int64_t* sizes, int32_t dtype) {
-  size_t n = dtype_itemsize(dtype);
-  for (int64_t d = 0; d < ndim; ++d) n *= static_cast<size_t>(sizes[d]);
-  return n;
+// Bytes of a contiguous tensor (the shape is checked already); fails when
+// they do not fit in int64, as sizes from users may ask for.
+aotirt_status contiguous_nbytes(int64_t ndim, const int64_t* sizes, int32_t dtype, size_t* out) {
+  int64_t n = static_cast<int64_t>(dtype_itemsize(dtype));
+  for (int64_t d = 0; d < ndim; ++d)
+    if (__builtin_mul_overflow(n, sizes[d], &n))
+      return fail(AOTIRT_ERROR_VALUE, "the tensor would hold more bytes than fit in int64");
+  *out = static_cast<size_t>(n);
+  return AOTIRT_OK;
 }
 
 }  // namespace
@@ -44,8 +49,10 @@ AOTIRT_API aotirt_status aotirt_tensor_empty(int64_t ndim, const int64_t* sizes,
   AOTIRT_TRY(check_dtype(dtype));
   StreamRef owner;
   if (device_type == AOTIRT_DEVICE_CUDA) AOTIRT_TRY(stream_or_shared(stream, device_index, &owner));
+  size_t nbytes = 0;
+  AOTIRT_TRY(contiguous_nbytes(ndim, sizes, dtype, &nbytes));
   StorageRef storage;
-  AOTIRT_TRY(allocate_storage(contiguous_nbytes(ndim, sizes, dtype), device_type, device_index, owner, &storage));
+  AOTIRT_TRY(allocate_storage(nbytes, device_type, device_index, owner, &storage));
   return make_tensor(std::move(storage), ndim, sizes, nullptr, 0, dtype, std::move(owner), out);
 }
 
@@ -54,6 +61,11 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_host(void* data, int64_t ndim, const
                                                  void* release_ctx, aotirt_tensor** out) {
   AOTIRT_ENTRY();
   AOTIRT_TRY(check_dtype(dtype));
+  if (strides)
+    for (int64_t d = 0; d < ndim && d < AOTIRT_MAX_DIMS; ++d)
+      if (strides[d] < 0)
+        return fail(AOTIRT_ERROR_VALUE, "stride " + std::to_string(strides[d]) + " of dimension " + std::to_string(d) +
+                                            " is negative: aotirt tensors take non-negative strides");
   auto storage = StorageRef::adopt(new (std::nothrow) Storage());
   if (!storage) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   storage->data = data;
@@ -72,7 +84,8 @@ AOTIRT_API aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndi
   AOTIRT_ENTRY();
   aotirt_tensor* t = nullptr;
   AOTIRT_TRY(aotirt_tensor_empty(ndim, sizes, dtype, AOTIRT_DEVICE_CUDA, device_index, stream, &t));
-  size_t nbytes = contiguous_nbytes(ndim, sizes, dtype);
+  size_t nbytes = 0;
+  AOTIRT_TRY(contiguous_nbytes(ndim, sizes, dtype, &nbytes));
   if (nbytes > 0) {
     cudaError_t err = cudaMemcpyAsync(t->data(), host_data, nbytes, cudaMemcpyHostToDevice, t->stream->handle);
     if (err != cudaSuccess) {
@@ -103,21 +116,33 @@ AOTIRT_API aotirt_stream* aotirt_tensor_stream(const aotirt_tensor* t) { AOTIRT_
 AOTIRT_API aotirt_status aotirt_tensor_narrow(const aotirt_tensor* t, int64_t dim, int64_t start, int64_t length,
                                               aotirt_tensor** out) {
   AOTIRT_ENTRY();
-  if (dim < 0) dim += t->ndim;
+  // Every bound is checked without an arithmetic that could overflow (start
+  // and length come from users: start + length may not fit in int64).
+  const int64_t given_dim = dim;
+  if (dim < 0 && dim >= -t->ndim) dim += t->ndim;
   if (dim < 0 || dim >= t->ndim)
-    return fail(AOTIRT_ERROR_VALUE, "narrow: dimension " + std::to_string(dim) + " is out of range for " +
-                                        std::to_string(t->ndim) + " dimensions");
-  if (start < 0 || length < 0 || start + length > t->sizes[dim])
-    return fail(AOTIRT_ERROR_VALUE, "narrow: [" + std::to_string(start) + ", " + std::to_string(start + length) +
-                                        ") is outside dimension " + std::to_string(dim) + " of size " +
-                                        std::to_string(t->sizes[dim]));
+    return fail(AOTIRT_ERROR_VALUE, "narrow: dimension " + std::to_string(given_dim) + " is out of range for " +
+                                        std::to_string(t->ndim) + " dimension(s)");
+  const int64_t size = t->sizes[dim];
+  if (start < 0 || start > size || length < 0 || length > size - start)
+    return fail(AOTIRT_ERROR_VALUE, "narrow: start " + std::to_string(start) + " and length " +
+                                        std::to_string(length) + " are outside dimension " + std::to_string(dim) +
+                                        " of size " + std::to_string(size) +
+                                        " (0 <= start <= size and 0 <= length <= size - start)");
+  int64_t offset = 0;
+  if (__builtin_mul_overflow(start, t->strides[dim], &offset) ||
+      __builtin_add_overflow(offset, t->storage_offset, &offset))
+    return fail(AOTIRT_ERROR_VALUE, "narrow: the view's offset does not fit in int64");
   Tensor* view = alias(*t);
   if (!view) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   view->sizes[dim] = length;
-  view->storage_offset += start * t->strides[dim];
+  view->storage_offset = offset;
   *out = view;
   return AOTIRT_OK;
 }
+
+AOTIRT_API void aotirt_tensor_mark_read_only(aotirt_tensor* t) { AOTIRT_ENTRY(); t->storage->read_only = true; }
+AOTIRT_API bool aotirt_tensor_is_read_only(const aotirt_tensor* t) { AOTIRT_ENTRY(); return t->storage->read_only; }
 
 AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out) {
   AOTIRT_ENTRY();

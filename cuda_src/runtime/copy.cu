@@ -160,6 +160,7 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
 }
 
 aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {
+  AOTIRT_TRY(check_writable(dst, "copy_: the destination"));
   if (dst.dtype != src.dtype)
     return fail(AOTIRT_ERROR_TYPE, std::string("copy_: dtype conversion from ") +
                                                dtype_name(src.dtype) + " to " +

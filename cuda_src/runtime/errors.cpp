@@ -1,6 +1,9 @@
 #include "runtime/errors.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
+#include <mutex>
 #include <utility>
 
 namespace aotirt {
@@ -37,6 +40,23 @@ bool is_sticky(cudaError_t code) {
     default:
       return false;
   }
+}
+
+// CUDA says cudaErrorInsufficientDriver both for a driver older than the
+// runtime and for no driver at all. The second is the common case on a
+// machine without a GPU, and needs another remedy: say which it is. Empty
+// when the driver library is there.
+const std::string& missing_driver_reason() {
+  static std::once_flag once;
+  static std::string reason;
+  std::call_once(once, [] {
+    if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) return;  // loaded: the driver is there, only too old
+    if (dlopen("libcuda.so.1", RTLD_LAZY | RTLD_LOCAL)) return;   // kept open: CUDA would open it anyway
+    const char* why = dlerror();
+    reason = std::string("no NVIDIA driver found: libcuda.so.1 cannot be loaded") + (why ? std::string(" (") + why + ")" : "") +
+             "; install the NVIDIA driver, or run on the CPU";
+  });
+  return reason;
 }
 
 void remember_if_sticky(cudaError_t code) {
@@ -81,7 +101,8 @@ aotirt_status fail_cuda(cudaError_t code, const std::string& what) {
   LastError& e = last_error();
   e.cuda_code = static_cast<int>(code);
   e.cuda_name = cudaGetErrorName(code);
-  e.message = e.cuda_name + ": " + cudaGetErrorString(code) + " (in " + what + ")";
+  const std::string& no_driver = code == cudaErrorInsufficientDriver ? missing_driver_reason() : std::string();
+  e.message = e.cuda_name + ": " + (no_driver.empty() ? cudaGetErrorString(code) : no_driver) + " (in " + what + ")";
   return AOTIRT_ERROR_CUDA;
 }
 

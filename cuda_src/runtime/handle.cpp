@@ -1,13 +1,20 @@
 #include "runtime/handle.h"
 
 #include <dlfcn.h>
+#include <limits.h>
+#include <stdlib.h>
 
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
 #include <new>
 #include <string_view>
 #include <unordered_set>
 #include <utility>
 
 #include "aotirt/shim.h"
+#include "runtime/copy.h"
 #include "runtime/elf_check.h"
 #include "runtime/errors.h"
 
@@ -72,6 +79,93 @@ aotirt_status check_shims_available(const std::string& path) {
                                      " aoti_torch_* function(s) that aotirt does not implement: " + missing);
 }
 
+// What a model gets for an input that wraps read-only memory: a private,
+// contiguous copy (on `on`, already ordered after the input's producer), never
+// the memory itself. AOTInductor writes in place into the inputs an exported
+// program mutates (x.add_(1) compiles to a kernel that stores through the
+// input's pointer), and nothing a library exports says which inputs those are.
+aotirt_status private_copy(const Tensor& input, Stream* on, Tensor** out) {
+  const Storage& source = *input.storage;
+  StreamRef stream = on ? StreamRef::share(on) : StreamRef();
+  StorageRef storage;
+  AOTIRT_TRY(allocate_storage(static_cast<size_t>(input.numel()) * input.itemsize(), source.device_type,
+                              source.device_index, stream, &storage));
+  Tensor* copy = nullptr;
+  AOTIRT_TRY(make_tensor(std::move(storage), input.ndim, input.sizes, nullptr, 0, input.dtype, stream, &copy));
+  aotirt_status status = AOTIRT_OK;
+  if (source.device_type == AOTIRT_DEVICE_CPU)
+    copy_host_to_host(*copy, input);
+  else
+    status = copy_device_to_device(*copy, input, on);
+  if (status != AOTIRT_OK) {
+    delete copy;
+    return status;
+  }
+  *out = copy;
+  return AOTIRT_OK;
+}
+
+// torch's generated libraries check each input against what they were
+// compiled for (dtype, every static size, the bounds of dynamic sizes, the
+// strides, the device) before they take it, when AOTI_RUNTIME_CHECK_INPUTS
+// is set (read once, at a library's first run). aotirt sets it before the
+// first library opens, unless the user set it (AOTI_RUNTIME_CHECK_INPUTS=0
+// turns the checks off). Nothing else a library exports records its inputs;
+// a first run's shapes are no rule for a model with dynamic sizes.
+void enable_generated_input_checks() {
+  static std::once_flag once;
+  std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
+}
+
+std::string describe(const Tensor& t) {
+  std::string shape = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  std::string strides = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) strides += (d ? ", " : "") + std::to_string(t.strides[d]);
+  return std::string(dtype_name(t.dtype)) + " " + shape + "] (strides " + strides + "]) on " +
+         (t.storage->device_type == AOTIRT_DEVICE_CPU ? std::string("cpu")
+                                                       : "cuda:" + std::to_string(t.storage->device_index));
+}
+
+// A failure of those checks reads "input_handles[<i>]: <what>", with dtypes
+// as c10 codes: said again naming the input, with what it is.
+bool input_check_failure(const std::string& reason, Tensor* const* inputs, size_t n,
+                         const std::function<const char*(size_t)>& name, std::string* message,
+                         aotirt_status* kind) {
+  static const std::string prefix = "input_handles[";
+  if (reason.compare(0, prefix.size(), prefix) != 0) return false;
+  size_t close = reason.find("]: ", prefix.size());
+  if (close == std::string::npos) return false;
+  size_t index = 0;
+  for (size_t k = prefix.size(); k < close; ++k) {
+    if (reason[k] < '0' || reason[k] > '9') return false;
+    index = index * 10 + static_cast<size_t>(reason[k] - '0');
+    if (index >= n) return false;
+  }
+  std::string what = reason.substr(close + 3);
+  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
+  const bool dtype = what.rfind("unmatched dtype", 0) == 0;
+  if (dtype) {
+    // "unmatched dtype, expected: 6(at::kFloat), but got: 7"
+    size_t e = what.find("expected: "), g = what.find("but got: ");
+    if (e != std::string::npos && g != std::string::npos) {
+      int expected = std::atoi(what.c_str() + e + 10), got = std::atoi(what.c_str() + g + 9);
+      what = std::string("unmatched dtype: the model takes ") + dtype_name(expected) + ", got " + dtype_name(got);
+    }
+  }
+  // A size or stride checked past the input's last dimension: its rank is off
+  // (the check reads sizes the input does not have).
+  size_t at = what.find(" at ");
+  if (!dtype && at != std::string::npos && std::atoi(what.c_str() + at + 4) >= inputs[index]->ndim)
+    what = "it has " + std::to_string(inputs[index]->ndim) + " dimension(s), fewer than the model's (" + what + ")";
+  const char* input_name = name(index);
+  *message = "input " + std::to_string(index) + (input_name ? std::string(" (") + input_name + ")" : "") +
+             " does not match what the model was compiled for: " + what + "; the input is " +
+             describe(*inputs[index]) + " (the library's own input check)";
+  *kind = dtype ? AOTIRT_ERROR_TYPE : AOTIRT_ERROR_VALUE;
+  return true;
+}
+
 std::string directory_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -100,9 +194,18 @@ aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** o
 }
 
 aotirt_status aotirt_handle::load(const std::string& device_str) {
+  // Resolved once, and every step below (the checks, dlopen, the cubin
+  // folder) uses that one absolute path: a name without a slash would be
+  // checked as ./name but looked up by dlopen on the library search path.
+  char resolved[PATH_MAX];
+  if (path_.empty() || !realpath(path_.c_str(), resolved))
+    return fail(AOTIRT_ERROR_AOTI, "cannot open model library " + path_ + ": " +
+                                       (path_.empty() ? "the path is empty" : std::strerror(errno)));
+  path_ = resolved;
   AOTIRT_TRY(check_shared_library(path_));
   AOTIRT_TRY(check_shims_available(path_));
   AOTIRT_TRY(make_runtime_global());
+  enable_generated_input_checks();
 
   // RTLD_LOCAL: two models may define the same internal symbols.
   // RTLD_NODELETE: a model library is never unmapped, even after its handle
@@ -125,6 +228,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   }
   if (api_.num_inputs(container_, &num_inputs_) != 0) return model_failure("AOTInductorModelContainerGetNumInputs");
   if (api_.num_outputs(container_, &num_outputs_) != 0) return model_failure("AOTInductorModelContainerGetNumOutputs");
+  inspect_weights();
   const char* name = nullptr;
   if (api_.input_name)
     for (size_t i = 0; i < num_inputs_; ++i)
@@ -136,36 +240,104 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
 }
 
 aotirt_status aotirt_handle::resolve_symbols() {
-  struct Required {
+  // The first five are required; the others stay null when absent.
+  struct Symbol {
     const char* name;
     void** slot;
-  };
-  Required required[] = {
-      {"AOTInductorModelContainerCreateWithDevice", reinterpret_cast<void**>(&api_.create)},
-      {"AOTInductorModelContainerDelete", reinterpret_cast<void**>(&api_.destroy)},
-      {"AOTInductorModelContainerGetNumInputs", reinterpret_cast<void**>(&api_.num_inputs)},
-      {"AOTInductorModelContainerGetNumOutputs", reinterpret_cast<void**>(&api_.num_outputs)},
-      {"AOTInductorModelContainerRun", reinterpret_cast<void**>(&api_.run)},
+    bool required;
+  } symbols[] = {
+      {"AOTInductorModelContainerCreateWithDevice", reinterpret_cast<void**>(&api_.create), true},
+      {"AOTInductorModelContainerDelete", reinterpret_cast<void**>(&api_.destroy), true},
+      {"AOTInductorModelContainerGetNumInputs", reinterpret_cast<void**>(&api_.num_inputs), true},
+      {"AOTInductorModelContainerGetNumOutputs", reinterpret_cast<void**>(&api_.num_outputs), true},
+      {"AOTInductorModelContainerRun", reinterpret_cast<void**>(&api_.run), true},
+      {"AOTInductorModelContainerRunSingleThreaded", reinterpret_cast<void**>(&api_.run_single_threaded), false},
+      {"AOTInductorModelContainerGetInputName", reinterpret_cast<void**>(&api_.input_name), false},
+      {"AOTInductorModelContainerGetOutputName", reinterpret_cast<void**>(&api_.output_name), false},
+      {"AOTInductorModelContainerGetCallSpec", reinterpret_cast<void**>(&api_.call_spec), false},
+      {"AOTInductorModelUpdateConstantsFromBlob", reinterpret_cast<void**>(&api_.update_constants_from_blob), false},
+      {"AOTInductorGetLastError", reinterpret_cast<void**>(&api_.last_error), false},
+      {"AOTInductorModelContainerGetNumConstants", reinterpret_cast<void**>(&api_.num_constants), false},
+      {"AOTInductorModelContainerGetConstantsBlobSize", reinterpret_cast<void**>(&api_.constants_blob_size), false},
+      {"AOTInductorModelContainerGetConstantDataSize", reinterpret_cast<void**>(&api_.constant_data_size), false},
+      {"AOTInductorModelContainerGetConstantFromFolded", reinterpret_cast<void**>(&api_.constant_from_folded), false},
+      {"AOTInductorModelContainerExtractConstantsMapEntries", reinterpret_cast<void**>(&api_.extract_constants),
+       false},
   };
   std::string missing;
-  for (const Required& symbol : required) {
+  for (const Symbol& symbol : symbols) {
     *symbol.slot = dlsym(library_, symbol.name);
-    if (!*symbol.slot) missing += (missing.empty() ? "" : ", ") + std::string(symbol.name);
+    if (!*symbol.slot && symbol.required) missing += (missing.empty() ? "" : ", ") + std::string(symbol.name);
   }
   if (!missing.empty())
     return fail(AOTIRT_ERROR_AOTI, path_ + " is not an AOTInductor model library: it does not export " + missing);
+  return AOTIRT_OK;
+}
 
-  api_.run_single_threaded = reinterpret_cast<AOTInductorModelContainerRunFunc>(
-      dlsym(library_, "AOTInductorModelContainerRunSingleThreaded"));
-  api_.input_name = reinterpret_cast<AOTInductorModelContainerGetInputNameFunc>(
-      dlsym(library_, "AOTInductorModelContainerGetInputName"));
-  api_.output_name = reinterpret_cast<AOTInductorModelContainerGetOutputNameFunc>(
-      dlsym(library_, "AOTInductorModelContainerGetOutputName"));
-  api_.call_spec = reinterpret_cast<AOTInductorModelContainerGetCallSpecFunc>(
-      dlsym(library_, "AOTInductorModelContainerGetCallSpec"));
-  api_.update_constants_from_blob = reinterpret_cast<AOTInductorModelUpdateConstantsFromBlobFunc>(
-      dlsym(library_, "AOTInductorModelUpdateConstantsFromBlob"));
-  api_.last_error = reinterpret_cast<AOTInductorGetLastErrorFunc>(dlsym(library_, "AOTInductorGetLastError"));
+void aotirt_handle::inspect_weights() {
+  WeightsFacts facts;
+  // The constants a blob would hold: all but those constant folding makes.
+  size_t count = 0;
+  uint64_t data_bytes = 0;
+  bool data_sizes_known = api_.num_constants && api_.constant_data_size;
+  if (api_.num_constants && api_.num_constants(container_, &count) == 0) {
+    for (size_t i = 0; i < count; ++i) {
+      bool folded = false;
+      if (api_.constant_from_folded && api_.constant_from_folded(container_, i, &folded) == 0 && folded) continue;
+      ++facts.constants;
+      size_t bytes = 0;
+      if (data_sizes_known && api_.constant_data_size(container_, i, &bytes) == 0)
+        data_bytes += bytes;
+      else
+        data_sizes_known = false;
+    }
+  } else {
+    data_sizes_known = false;
+  }
+  // Loaded already, or still to load? Only the container's constant map says
+  // (torch's libraries export it). Asked first: GetConstantsBlobSize throws
+  // for weights compiled into the library, and torch prints every exception
+  // it turns into an error code.
+  const AOTInductorConstantMapEntry* entries = nullptr;
+  size_t loaded = 0;
+  if (api_.extract_constants && api_.num_constants && facts.ignores_blob.empty()) {
+    if (facts.constants == 0) {
+      facts.ignores_blob = "it has no constants";
+    } else if (api_.extract_constants(container_, &entries, &loaded, false) == 0) {
+      if (loaded < facts.constants)
+        facts.missing = true;
+      else
+        // Compiled in, or mapped from the library file itself (mmap'd weights):
+        // torch's UpdateConstantsFromBlob then reads nothing.
+        facts.ignores_blob = "its weights are compiled into the library, loaded when it opens";
+    }
+  }
+  if (api_.constants_blob_size && facts.ignores_blob.empty()) {
+    uint64_t bytes = 0;
+    if (api_.constants_blob_size(container_, &bytes) == 0) {
+      facts.size = WeightsFacts::Size::Exact;
+      facts.bytes = bytes;
+    } else {
+      const char* why = nullptr;
+      std::string reason = api_.last_error && api_.last_error(&why) == 0 && why && *why ? why : "no reason given";
+      facts.ignores_blob = "its weights are compiled into the library (AOTInductorModelContainerGetConstantsBlobSize "
+                           "says: " + reason + ")";
+    }
+  }
+  if (facts.size == WeightsFacts::Size::Unknown && facts.ignores_blob.empty() && data_sizes_known) {
+    facts.size = WeightsFacts::Size::AtLeast;
+    facts.bytes = data_bytes;
+  }
+  clear_error();
+  weights_ = facts;
+}
+
+aotirt_status aotirt_handle::constants_blob_size(uint64_t* bytes, bool* exact) const {
+  if (weights_.size == WeightsFacts::Size::Unknown)
+    return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is" +
+                                        (weights_.ignores_blob.empty() ? "" : ": " + weights_.ignores_blob));
+  *bytes = weights_.bytes;
+  *exact = weights_.size == WeightsFacts::Size::Exact;
   return AOTIRT_OK;
 }
 
@@ -197,6 +369,12 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   if (num_outputs != num_outputs_)
     return fail(AOTIRT_ERROR_VALUE, "the model returns " + std::to_string(num_outputs_) +
                                         " outputs, room was given for " + std::to_string(num_outputs));
+  if (weights_.missing)
+    return fail(AOTIRT_ERROR_AOTI, path_ + ": weights not loaded: its " + std::to_string(weights_.constants) +
+                                       " constants are kept in a separate weights blob (" +
+                                       std::to_string(weights_.bytes) +
+                                       " bytes, the *_weights.blob of its .pt2 package): load it with "
+                                       "update_constants_from_blob, or open the package with aotirt.load");
 
   // The model steals (deletes) its input handles, so it gets fresh aliases
   // and the caller's tensors stay valid.
@@ -223,7 +401,9 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
     } else {
       status = order_input(input, on);
     }
-    if (status == AOTIRT_OK) {
+    if (status == AOTIRT_OK && storage.read_only) {
+      status = private_copy(input, on, &aliases[i]);
+    } else if (status == AOTIRT_OK) {
       aliases[i] = alias(input);
       if (!aliases[i]) status = fail(AOTIRT_ERROR_MEMORY, "out of host memory");
     }
@@ -241,14 +421,29 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   }
   clear_error();
   auto run_fn = api_.run_single_threaded ? api_.run_single_threaded : api_.run;
+  register_input_aliases(aliases, num_inputs);
   AOTIRuntimeError ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
                                 reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
   after_run();
+  std::vector<Tensor*> untaken;
+  settle_input_aliases(aliases, num_inputs, ran != 0 ? &untaken : nullptr);
   if (ran != 0) {
     for (size_t i = 0; i < num_outputs; ++i) {
+      for (Tensor*& left : untaken)
+        if (left == outputs[i]) left = nullptr;  // handed back as an output: deleted just below
       delete outputs[i];
       outputs[i] = nullptr;
     }
+    // A model that failed before taking its inputs (its input checks) did
+    // not delete them: nothing else will.
+    for (Tensor* left : untaken) delete left;
+    const char* model_message = nullptr;
+    std::string message;
+    aotirt_status kind = AOTIRT_OK;
+    if (api_.last_error && api_.last_error(&model_message) == 0 && model_message &&
+        input_check_failure(model_message, inputs, num_inputs, [this](size_t i) { return input_name(i); },
+                            &message, &kind))
+      return fail(kind, path_ + ": " + message);
     return model_failure(api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
                                                   : "AOTInductorModelContainerRun");
   }
@@ -256,18 +451,52 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   return AOTIRT_OK;
 }
 
-aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob) {
+aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob, size_t nbytes, bool sized) {
   std::lock_guard<std::mutex> lock(run_mutex_);
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
   if (!api_.update_constants_from_blob)
     return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
+  // The library reads as many bytes as it expects, from a bare pointer: a
+  // short blob would be read past its end. Checked here, for every caller.
+  if (!weights_.ignores_blob.empty())
+    return fail(AOTIRT_ERROR_AOTI, path_ + " reads no weights blob: " + weights_.ignores_blob +
+                                       "; AOTInductorModelUpdateConstantsFromBlob would ignore it");
+  const std::string got = std::to_string(nbytes);
+  const std::string want = std::to_string(weights_.bytes);
+  switch (weights_.size) {
+    case WeightsFacts::Size::Exact:
+      if (sized && nbytes != weights_.bytes)
+        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads exactly " + want +
+                                            " (AOTInductorModelContainerGetConstantsBlobSize): a truncated file, "
+                                            "or another model's weights");
+      break;
+    case WeightsFacts::Size::AtLeast:
+      if (sized && nbytes < weights_.bytes)
+        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads " + want +
+                                            " (the sizes of its " + std::to_string(weights_.constants) +
+                                            " constants): a truncated file, or another model's weights");
+      break;
+    case WeightsFacts::Size::Unknown:
+      if (!sized)
+        return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is, and the blob came "
+                                                "without a size: nothing could check that the library will not "
+                                                "read past its end (pass the size: "
+                                                "aotirt_handle_update_constants_from_blob_sized)");
+      break;
+  }
   AOTIRT_TRY(before_run(stream()));
   clear_error();
   AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
   after_run();
   // Even a failed update may have replaced some weights.
   constants_version_.fetch_add(1, std::memory_order_acq_rel);
-  if (updated != 0) return model_failure("AOTInductorModelUpdateConstantsFromBlob");
+  if (updated != 0)
+    return model_failure("AOTInductorModelUpdateConstantsFromBlob",
+                         weights_.size == WeightsFacts::Size::Unknown
+                             ? "(the library does not say how large its weights blob is: the blob's " + got +
+                                   " bytes could not be checked)"
+                             : "");
+  weights_.missing = false;
   return AOTIRT_OK;
 }
 

@@ -43,6 +43,34 @@ struct ContainerApi {
   AOTInductorModelContainerGetCallSpecFunc call_spec = nullptr;
   AOTInductorModelUpdateConstantsFromBlobFunc update_constants_from_blob = nullptr;
   AOTInductorGetLastErrorFunc last_error = nullptr;
+  // What the library says about its weights (see WeightsFacts).
+  AOTInductorModelContainerGetNumConstantsFunc num_constants = nullptr;
+  AOTInductorModelContainerGetConstantsBlobSizeFunc constants_blob_size = nullptr;
+  AOTInductorModelContainerGetConstantDataSizeFunc constant_data_size = nullptr;
+  AOTInductorModelContainerGetConstantFromFoldedFunc constant_from_folded = nullptr;
+  AOTInductorModelContainerExtractConstantsMapEntriesFunc extract_constants = nullptr;
+};
+
+// What a library says, once its container exists, about the weights blob it
+// reads in AOTInductorModelUpdateConstantsFromBlob (whose C signature carries
+// no size, so the blob is checked against this before the call).
+struct WeightsFacts {
+  enum class Size {
+    Unknown,   // nothing said: a sized blob goes through unchecked, an unsized one is refused
+    Exact,     // GetConstantsBlobSize: the blob is exactly `bytes`
+    AtLeast,   // the sum of GetConstantDataSize over the non-folded constants: it reads that much
+  };
+  Size size = Size::Unknown;
+  uint64_t bytes = 0;
+  // Why the library reads no blob at all (torch compiles the weights into the
+  // library unless they are written beside it: then its GetConstantsBlobSize
+  // fails, and UpdateConstantsFromBlob does nothing); empty when it reads one.
+  std::string ignores_blob;
+  // A run needs weights that are not loaded yet (torch: weights kept in a
+  // separate blob, its constants missing until the blob is loaded; a run
+  // without them dereferences null constants).
+  bool missing = false;
+  size_t constants = 0;  // non-folded constants, for messages
 };
 
 }  // namespace aotirt
@@ -59,7 +87,12 @@ struct aotirt_handle {
   aotirt_status run(aotirt::Tensor* const* inputs, size_t num_inputs, aotirt::Tensor** outputs,
                     size_t num_outputs, aotirt::Stream* on = nullptr);
   aotirt_status close();
-  aotirt_status update_constants_from_blob(const uint8_t* blob);
+  // `nbytes` the blob's size, or `sized` false when the caller does not know
+  // it (the C API's unsized entry point): checked against WeightsFacts.
+  aotirt_status update_constants_from_blob(const uint8_t* blob, size_t nbytes, bool sized);
+  // The blob size the library reads: AOTIRT_OK with `exact` telling whether
+  // it is the size (else a lower bound); AOTIRT_ERROR_VALUE when unknown.
+  aotirt_status constants_blob_size(uint64_t* bytes, bool* exact) const;
   // The lock run(), close() and update_constants_from_blob() take: held, the
   // container stays open with the same weights. For work that uses them
   // without run() (a CUDA graph's launch); never held across run().
@@ -95,6 +128,7 @@ struct aotirt_handle {
 
  private:
   aotirt_status resolve_symbols();
+  void inspect_weights();
   aotirt_status model_failure(const char* call, const std::string& detail = "");
   static const char* name_at(const std::vector<std::string>& names, size_t i) {
     return i < names.size() && !names[i].empty() ? names[i].c_str() : nullptr;
@@ -110,6 +144,7 @@ struct aotirt_handle {
   std::vector<std::string> input_names_;
   std::vector<std::string> output_names_;
   std::atomic<uint64_t> constants_version_{0};
+  aotirt::WeightsFacts weights_;
   // A container with one model instance is not safe to run from two threads
   // at once; this makes concurrent run() calls take turns.
   std::mutex run_mutex_;

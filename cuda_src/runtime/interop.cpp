@@ -114,11 +114,14 @@ struct Exported {
   }
 };
 
-void set_version(DLManagedTensor&) {}
-void set_version(DLManagedTensorVersioned& m) {
+// Also says whether the tensor is read-only, which only the versioned form
+// can: a legacy capsule of read-only memory would let its consumer write it.
+bool set_version(DLManagedTensor&, bool read_only) { return !read_only; }
+bool set_version(DLManagedTensorVersioned& m, bool read_only) {
   m.version.major = DLPACK_MAJOR_VERSION;
   m.version.minor = DLPACK_MINOR_VERSION;
-  m.flags = 0;
+  m.flags = read_only ? DLPACK_FLAG_BITMASK_READ_ONLY : 0;
+  return true;
 }
 
 }  // namespace
@@ -127,13 +130,17 @@ template <typename Managed>
 aotirt_status to_dlpack(const Tensor& t, Managed** out) {
   auto* exported = new (std::nothrow) Exported<Managed>();
   if (!exported) return fail(AOTIRT_ERROR_MEMORY, "out of host memory for a DLPack tensor");
+  if (!set_version(exported->managed, t.storage->read_only)) {
+    delete exported;
+    return fail(AOTIRT_ERROR_VALUE, "the tensor wraps read-only memory, which a legacy (unversioned) DLPack "
+                                    "capsule cannot mark read-only: ask for DLPack 1.0 (max_version=(1, 0))");
+  }
   exported->alias = alias(t);
   if (!exported->alias) {
     delete exported;
     return fail(AOTIRT_ERROR_MEMORY, "out of host memory for a DLPack tensor");
   }
   Managed& m = exported->managed;
-  set_version(m);
   m.manager_ctx = exported;
   m.deleter = &Exported<Managed>::deleter;
   DLTensor& dl = m.dl_tensor;

@@ -269,6 +269,13 @@ aotirt_status make_tensor(StorageRef storage, int64_t ndim, const int64_t* sizes
   t->storage_offset = storage_offset;
   t->dtype = dtype;
   t->stream = std::move(stream);
+  size_t extent = 0;
+  if (storage_offset < 0 || !t->extent_bytes_checked(&extent)) {
+    delete t;
+    return fail(AOTIRT_ERROR_VALUE, storage_offset < 0 ? "the tensor's storage offset is negative"
+                                                       : "the tensor's sizes and strides span more bytes than fit "
+                                                         "in int64");
+  }
   *out = t;
   return AOTIRT_OK;
 }
@@ -284,6 +291,61 @@ aotirt_status use_on(const Tensor& t, Stream* user) {
   Storage& storage = *t.storage;
   if (storage.stream && storage.stream->handle != user->handle) storage.record_user(user);
   return AOTIRT_OK;
+}
+
+namespace {
+std::mutex ledger_mutex;
+std::atomic<size_t> ledger_count{0};
+std::vector<Tensor*>& ledger() {
+  static auto* aliases = new std::vector<Tensor*>();  // never destroyed: deletes may come at exit
+  return *aliases;
+}
+}  // namespace
+
+void register_input_aliases(Tensor* const* aliases, size_t n) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  ledger().insert(ledger().end(), aliases, aliases + n);
+  ledger_count.store(ledger().size(), std::memory_order_release);
+}
+
+void settle_input_aliases(Tensor* const* aliases, size_t n, std::vector<Tensor*>* left) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  std::vector<Tensor*>& all = ledger();
+  for (size_t i = 0; i < n; ++i) {
+    for (size_t j = all.size(); j-- > 0;) {
+      if (all[j] != aliases[i]) continue;
+      if (left) left->push_back(aliases[i]);
+      all[j] = all.back();
+      all.pop_back();
+      break;
+    }
+  }
+  ledger_count.store(all.size(), std::memory_order_release);
+}
+
+void forget_input_alias(Tensor* t) {
+  std::lock_guard<std::mutex> lock(ledger_mutex);
+  std::vector<Tensor*>& all = ledger();
+  for (size_t j = all.size(); j-- > 0;) {
+    if (all[j] != t) continue;
+    all[j] = all.back();
+    all.pop_back();
+    break;
+  }
+  ledger_count.store(all.size(), std::memory_order_release);
+}
+
+bool input_aliases_in_flight() { return ledger_count.load(std::memory_order_acquire) != 0; }
+
+aotirt_status check_writable(const Tensor& t, const std::string& what) {
+  if (!t.storage || !t.storage->read_only) return AOTIRT_OK;
+  std::string shape = "[";
+  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return fail(AOTIRT_ERROR_VALUE, what + " (" + dtype_name(t.dtype) + " " + shape + "]" +
+                                      (t.storage->device_type == AOTIRT_DEVICE_CPU ? " on cpu" : " on cuda:" +
+                                       std::to_string(t.storage->device_index)) +
+                                      ") wraps read-only memory, which aotirt never writes: copy it into a "
+                                      "writable tensor first");
 }
 
 }  // namespace aotirt
@@ -308,6 +370,24 @@ bool AtenTensorOpaque::is_contiguous() const {
 void* AtenTensorOpaque::data() const {
   if (!storage || !storage->data) return nullptr;
   return static_cast<char*>(storage->data) + storage_offset * static_cast<int64_t>(itemsize());
+}
+
+bool AtenTensorOpaque::extent_bytes_checked(size_t* out) const {
+  *out = 0;
+  if (numel() == 0) return true;
+  int64_t last = storage_offset;
+  for (int64_t d = 0; d < ndim; ++d) {
+    int64_t step = 0;
+    if (strides[d] <= 0) continue;  // only reaches below the first element
+    if (__builtin_mul_overflow(sizes[d] - 1, strides[d], &step) || __builtin_add_overflow(last, step, &last))
+      return false;
+  }
+  int64_t bytes = 0;
+  if (__builtin_add_overflow(last, int64_t{1}, &last) ||
+      __builtin_mul_overflow(last, static_cast<int64_t>(itemsize()), &bytes))
+    return false;
+  *out = static_cast<size_t>(bytes);
+  return true;
 }
 
 size_t AtenTensorOpaque::extent_bytes() const {

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <cstdint>
 #include <mutex>
+#include <string>
 #include <vector>
 
 #include "aotirt/aotirt.h"
@@ -38,6 +39,10 @@ struct Storage : RefCounted {
   void (*release)(void*) = nullptr;
   void* release_ctx = nullptr;
   Ref<GraphMemory> graph_memory;  // Owner::Graph only
+  // Memory nobody may write through aotirt: an immutable buffer (bytes, a
+  // numpy array with writeable=False, a read-only DLPack tensor). Set when
+  // the memory is wrapped, shared by every alias, never cleared.
+  bool read_only = false;
 
   ~Storage();
 
@@ -100,6 +105,10 @@ struct AtenTensorOpaque {
   // Bytes from the first element's address to one past the furthest element.
   // Requires non-negative strides.
   size_t extent_bytes() const;
+  // False when the bytes from the storage's start (offset included) to one
+  // past the furthest element do not fit in int64; make_tensor refuses such
+  // views, so extent_bytes() cannot overflow on a tensor that exists.
+  bool extent_bytes_checked(size_t* out) const;
 };
 
 namespace aotirt {
@@ -118,4 +127,20 @@ Tensor* alias(const Tensor& t);
 // (whichever the owner: pool, borrowed or graph) waits for `user` as well.
 // No host wait.
 aotirt_status use_on(const Tensor& t, Stream* user);
+
+// The input aliases handed to a model for a run, until the run returns. A
+// model steals its inputs (deletes them), but one that fails before taking
+// them (torch's generated input checks run first) leaves them alive: the run
+// then deletes those, and only those. aoti_torch_delete_tensor_object calls
+// forget_input_alias for every tensor it deletes while any run is in flight.
+void register_input_aliases(Tensor* const* aliases, size_t n);
+// The aliases of `aliases` nobody deleted, forgotten either way; `left`
+// receives them (may be null).
+void settle_input_aliases(Tensor* const* aliases, size_t n, std::vector<Tensor*>* left);
+void forget_input_alias(Tensor* t);
+bool input_aliases_in_flight();
+
+// AOTIRT_ERROR_VALUE when `t` wraps read-only memory: `what` names the
+// write ("copy_: the destination"), the message adds the tensor.
+aotirt_status check_writable(const Tensor& t, const std::string& what);
 }  // namespace aotirt

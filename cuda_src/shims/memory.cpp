@@ -88,16 +88,20 @@ aotirt_status aotirt::new_tensor(int64_t ndim, const int64_t* sizes, const int64
   else
     aotirt::contiguous_strides(ndim, sizes, view.strides);
 
+  size_t nbytes = 0;
+  if (!view.extent_bytes_checked(&nbytes))
+    return aotirt::fail(AOTIRT_ERROR_VALUE, "empty_strided: the sizes and strides span more bytes than fit in int64");
   StreamRef stream;
   if (device_type == AOTIRT_DEVICE_CUDA) AOTIRT_TRY(aotirt::stream_for_device(device_index, &stream));
   StorageRef storage;
-  AOTIRT_TRY(aotirt::allocate_storage(view.extent_bytes(), device_type, device_index, stream, &storage));
+  AOTIRT_TRY(aotirt::allocate_storage(nbytes, device_type, device_index, stream, &storage));
   return aotirt::make_tensor(std::move(storage), ndim, sizes, view.strides, 0, dtype, std::move(stream), out);
 }
 
 extern "C" {
 
 AOTITorchError aoti_torch_delete_tensor_object(AtenTensorHandle tensor) {
+  if (aotirt::input_aliases_in_flight()) aotirt::forget_input_alias(tensor);  // a model took its input
   delete tensor;
   return AOTI_TORCH_SUCCESS;
 }

@@ -6,6 +6,7 @@
 // torch, so none of them may change here.
 #pragma once
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -70,6 +71,25 @@ typedef AOTIRuntimeError (*AOTInductorModelUpdateConstantsFromBlobFunc)(
 typedef AOTIRuntimeError (*AOTInductorModelContainerGetNumConstantsFunc)(
     AOTInductorModelContainerHandle container_handle, size_t* num_constants);
 typedef AOTIRuntimeError (*AOTInductorGetLastErrorFunc)(const char** error_msg);
+// What a library says about its constants (all optional), for checking a
+// weights blob before the library reads it: the blob's size (torch: only
+// for weights kept outside the library, else it fails), each constant's
+// bytes, whether constant folding makes it (then it is not in the blob).
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantsBlobSizeFunc)(
+    AOTInductorModelContainerHandle container_handle, uint64_t* ret_size);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantDataSizeFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, size_t* data_size);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantFromFoldedFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, bool* from_folded);
+// The constants the container holds now: fewer than its non-folded
+// constants means its weights were not loaded yet.
+typedef struct AOTInductorConstantMapEntry {
+  const char* name;
+  AtenTensorHandle handle;
+} AOTInductorConstantMapEntry;
+typedef AOTIRuntimeError (*AOTInductorModelContainerExtractConstantsMapEntriesFunc)(
+    AOTInductorModelContainerHandle container_handle, const AOTInductorConstantMapEntry** entries,
+    size_t* num_entries, bool use_inactive);
 
 #ifdef __cplusplus
 }  // extern "C"

@@ -57,6 +57,10 @@ AOTIRT_API const char* aotirt_last_error_cuda_name(void);
 // ---- devices ---------------------------------------------------------------
 // Number of usable CUDA devices; 0 (not an error) when there is no driver.
 AOTIRT_API int aotirt_device_count(void);
+// The same, and why there is none: AOTIRT_OK with the count, or
+// AOTIRT_ERROR_CUDA (count 0) whose message says why CUDA sees no device
+// ("no NVIDIA driver found: libcuda.so.1 cannot be loaded", cudaErrorNoDevice...).
+AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count);
 
 // ---- dtypes ----------------------------------------------------------------
 // c10's ScalarType codes, torch's numbering: the int32_t dtype of every
@@ -131,6 +135,13 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_host(
     void* data, int64_t ndim, const int64_t* sizes, const int64_t* strides,
     int32_t dtype, void (*release)(void*), void* release_ctx,
     aotirt_tensor** out);
+// Marks the memory of `t` (its storage, so every alias) read-only, for good:
+// copies into it, shims' outputs in it and writes by a model are refused or
+// avoided (aotirt_handle_run gives a model a private copy of a read-only
+// input), and a DLPack export says read-only (a legacy one is refused).
+// Call it right after wrapping memory its owner marks immutable.
+AOTIRT_API void aotirt_tensor_mark_read_only(aotirt_tensor* t);
+AOTIRT_API bool aotirt_tensor_is_read_only(const aotirt_tensor* t);
 // Uploads contiguous host data to a new CUDA tensor with cudaMemcpyAsync on
 // `stream` (NULL: the shared stream). No host wait.
 AOTIRT_API aotirt_status aotirt_tensor_upload(
@@ -188,13 +199,16 @@ AOTIRT_API aotirt_status aotirt_tensor_wrap_device(
 // caller still owns it. A CUDA tensor belongs to `stream` (NULL: the shared
 // stream of its device): the producer must have ordered its work before that
 // stream (the consumer stream of the DLPack handshake). The versioned form
-// takes major version 1 only; its flags (read-only) are not enforced.
+// takes major version 1 only; its read-only flag marks the tensor read-only
+// (aotirt_tensor_mark_read_only).
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack(DLManagedTensor* managed, aotirt_stream* stream,
                                                    aotirt_tensor** out);
 AOTIRT_API aotirt_status aotirt_tensor_from_dlpack_versioned(DLManagedTensorVersioned* managed,
                                                              aotirt_stream* stream, aotirt_tensor** out);
 // Exports `t` without a copy: the managed tensor holds a reference to its
-// storage and stream until its deleter runs (any thread, no GIL needed).
+// storage and stream until its deleter runs (any thread, no GIL needed). A
+// read-only tensor gets DLPACK_FLAG_BITMASK_READ_ONLY; the legacy form,
+// which cannot say so, refuses it (AOTIRT_ERROR_VALUE).
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack(const aotirt_tensor* t, DLManagedTensor** out);
 AOTIRT_API aotirt_status aotirt_tensor_to_dlpack_versioned(const aotirt_tensor* t,
                                                            DLManagedTensorVersioned** out);
@@ -264,6 +278,12 @@ AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char*
 
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
+// `path` is resolved once (realpath) and exactly that file is checked and
+// opened. The first open sets AOTI_RUNTIME_CHECK_INPUTS=1 unless it is set,
+// so that torch's generated libraries check their inputs before each run;
+// a run those checks refuse fails with AOTIRT_ERROR_VALUE (dtype:
+// AOTIRT_ERROR_TYPE) naming the input, and leaks none of the input handles
+// the model did not take.
 AOTIRT_API aotirt_status aotirt_handle_open(
     const char* path, int32_t device_type, int32_t device_index,
     aotirt_stream* stream, aotirt_handle** out);
@@ -283,10 +303,25 @@ AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h);
 AOTIRT_API aotirt_status aotirt_handle_run(
     aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
     aotirt_tensor** outputs, size_t num_outputs);
-// Loads the model's weights from one blob with the library's
-// AOTInductorModelUpdateConstantsFromBlob (AotiError when it has none). The
-// blob is read during the call; CUDA copies are queued on the handle's stream.
+// Loads the model's weights from one blob of `nbytes` bytes with the
+// library's AOTInductorModelUpdateConstantsFromBlob (AotiError when it has
+// none). That call takes a bare pointer and reads as much as the library
+// expects, so the size is checked first against what the library says
+// (aotirt_handle_constants_blob_size): a blob of another size is refused
+// (AOTIRT_ERROR_VALUE), as is any blob for a library that reads none (torch
+// libraries whose weights are compiled in: AOTIRT_ERROR_AOTI). A library that
+// says nothing gets the blob unchecked. The blob is read during the call;
+// CUDA copies are queued on the handle's stream.
+AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob,
+                                                                      size_t nbytes);
+// The same without a size, for callers that trust their blob: checked only
+// for libraries that read none; refused (AOTIRT_ERROR_VALUE) for a library
+// that does not say its blob's size, where nothing could be checked.
 AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob);
+// The size of the weights blob the library reads: `exact` true when it says
+// so (AOTInductorModelContainerGetConstantsBlobSize), false for a lower bound
+// (the sum of its constants' sizes). AOTIRT_ERROR_VALUE when it says nothing.
+AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bool* exact);
 // Deletes the model container; does not wait for queued work, which keeps
 // its memory alive. The library stays mapped for the life of the process
 // (unloading one is unsafe: worker threads, queued kernels). A second close

@@ -2,7 +2,7 @@
 
   python -m aotirt demo [--device cpu|cuda] [--steps N] [--graph] [--compare-sync]
   python -m aotirt info
-  python -m aotirt run MODEL.so --input x.npy [...] [--device D] [--weights W] [--out DIR]
+  python -m aotirt run MODEL.so|MODEL.pt2 --input x.npy [...] [--device D] [--weights W] [--out DIR]
 """
 
 import argparse
@@ -15,14 +15,22 @@ class UsageError(Exception):
     """A bad argument or file: reported in one line, exit status 2."""
 
 
+class DeviceError(Exception):
+    """The device asked for is not there: reported in one line, exit status 1."""
+
+
 def _device_for_demo(requested):
     import aotirt
+    from aotirt._stream import _no_device_reason
 
     if requested == "cpu":
         return "cpu"
     if aotirt.device_count() > 0:
         return "cuda:0"
-    print("aotirt: no usable CUDA GPU here: running on the CPU", file=sys.stderr)
+    reason = _no_device_reason()
+    if requested == "cuda":
+        raise DeviceError(f"--device cuda: no usable CUDA GPU here: {reason}")
+    print(f"aotirt: no usable CUDA GPU here ({reason}): running on the CPU", file=sys.stderr)
     return "cpu"
 
 
@@ -55,7 +63,12 @@ def demo(args):
         seconds = time_side_by_side(decoders, frames, args.steps)
     for mode in modes:
         print(f"{mode:>9}: {seconds[mode] * 1e6:9.1f} us per token ({_LABELS[mode]})")
-    if args.compare_sync:
+    if args.compare_sync and device == "cpu":
+        # Without a GPU there is no stall to remove: a ratio would be noise.
+        print("    ratio: not measured: --compare-sync shows what a host wait for the GPU after every step "
+              "costs against one wait at the end; on the CPU there is no GPU to wait for and both modes do "
+              "the same work. Run it with a CUDA GPU.")
+    elif args.compare_sync:
         print(f"    ratio: {seconds['sync_each'] / seconds['shared']:.2f}x faster without a wait per step")
         if "graph" in seconds:
             print(f"    graph: {seconds['shared'] / seconds['graph']:.2f}x faster than shared "
@@ -70,7 +83,12 @@ def info(args):
     print(f"python {sys.version.split()[0]}")
     print(f"core library: {os.path.join(os.path.dirname(aotirt.__file__), 'libaotirt.so')}")
     count = aotirt.device_count()
-    print(f"CUDA devices: {count}")
+    if count > 0:
+        print(f"CUDA devices: {count}")
+    else:
+        from aotirt._stream import _no_device_reason
+
+        print(f"CUDA devices: 0 ({_no_device_reason()})")
     print(f"example models: {', '.join(aotirt.models.available()) or 'none'} "
           f"({os.path.dirname(aotirt.models.path('add_mul', 'cpu'))})")
     # The optional libraries the fallback shims open on first use.
@@ -94,26 +112,44 @@ def _load_input(path):
         raise UsageError(f"cannot read {path} as a .npy array: {e}") from None
 
 
+def _file_names(names, count):
+    """Output names as file names: the library's own where they are plain
+    names, else output<i>. A name comes from the library (or the package),
+    and must not make --out write elsewhere ('../x', '/abs', 'a/b') or twice."""
+    import re
+
+    chosen, used = [], set()
+    for i in range(count):
+        name = names[i] if names and i < len(names) else ""
+        if not re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.+-]{0,127}", name or "") or name in used:
+            name = f"output{i}"
+        used.add(name)
+        chosen.append(name)
+    return chosen
+
+
 def run(args):
     import numpy as np
 
-    import aotirt
+    from aotirt import loader
 
     if not os.path.exists(args.model):
         raise UsageError(f"model library not found: {args.model}")
+    if args.weights and not os.path.isfile(args.weights):
+        raise UsageError(f"weights file not found: {args.weights}")
     inputs = [_load_input(p) for p in args.input]
-    if args.device == "cpu":
-        handle = aotirt.AotiHandle(args.model)
-    else:
-        handle = aotirt.CudaHandle(args.model, args.device)
+    # What aotirt.load opens: a library as it is, a .pt2 package's library
+    # with its weights blob (replaced by --weights when given).
+    library, blob, package_device = loader.locate(args.model)
+    device = args.device or loader.default_device(library, package_device)
+    blob = args.weights or blob
+    if blob is not None:
+        with open(blob, "rb") as f:
+            blob = f.read()
+    handle = loader.open_handle(library, device, None, blob)
     with handle:
-        if args.weights:
-            if not os.path.isfile(args.weights):
-                raise UsageError(f"weights file not found: {args.weights}")
-            with open(args.weights, "rb") as f:
-                handle.update_constants_from_blob(f.read())
         outputs = handle.run(inputs)
-        names = handle.output_names or [f"output{i}" for i in range(len(outputs))]
+        names = _file_names(handle.output_names, len(outputs))
         if args.out:
             os.makedirs(args.out, exist_ok=True)
         for name, tensor in zip(names, outputs):
@@ -145,11 +181,14 @@ def parser():
     i = commands.add_parser("info", help="versions, devices, where the libraries are")
     i.set_defaults(func=info)
 
-    r = commands.add_parser("run", help="run any model library on .npy inputs")
-    r.add_argument("model", help="the model library (.so)")
+    r = commands.add_parser("run", help="run any model library or .pt2 package on .npy inputs")
+    r.add_argument("model", help="the model library (.so) or package (.pt2)")
     r.add_argument("--input", action="append", default=[], metavar="X.npy", help="one per model input, in order")
-    r.add_argument("--device", default="cpu", help="cpu (default), cuda or cuda:N")
-    r.add_argument("--weights", help="a weights blob for AOTInductorModelUpdateConstantsFromBlob")
+    r.add_argument("--device", default=None,
+                   help="cpu, cuda or cuda:N (default: a package's own device; for a library, cuda when it "
+                        "calls CUDA, else cpu)")
+    r.add_argument("--weights", help="a weights blob for AOTInductorModelUpdateConstantsFromBlob (instead of "
+                                     "a package's own)")
     r.add_argument("--out", metavar="DIR", help="save each output as DIR/<name>.npy")
     r.set_defaults(func=run)
     return p
@@ -165,6 +204,9 @@ def main(argv=None):
     except UsageError as e:
         print(f"aotirt: {e}", file=sys.stderr)
         return 2
+    except DeviceError as e:
+        print(f"aotirt: {e}", file=sys.stderr)
+        return 1
     except (RuntimeError, ValueError, TypeError, OSError) as e:  # one line, never a traceback
         print(f"aotirt: {type(e).__name__}: {e}", file=sys.stderr)
         return 1

@@ -73,6 +73,7 @@ cdef extern from "aotirt/aotirt.h" nogil:
         AOTIRT_DTYPE_KIND_FLOATING
 
     int aotirt_device_count()
+    aotirt_status aotirt_cuda_device_count(int* count)
     # 0, NULL and AOTIRT_DTYPE_KIND_NONE for a code the core does not support.
     size_t aotirt_dtype_itemsize(int32_t dtype)
     const char* aotirt_dtype_name(int32_t dtype)
@@ -95,6 +96,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
                                           const int64_t* strides, int32_t dtype,
                                           void (*release)(void*) noexcept nogil, void* release_ctx,
                                           aotirt_tensor** out)
+    void aotirt_tensor_mark_read_only(aotirt_tensor* t)
+    bint aotirt_tensor_is_read_only(const aotirt_tensor* t)
     aotirt_status aotirt_tensor_upload(const void* host_data, int64_t ndim, const int64_t* sizes,
                                        int32_t dtype, int32_t device_index, aotirt_stream* stream,
                                        aotirt_tensor** out)
@@ -149,6 +152,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                     aotirt_tensor** outputs, size_t num_outputs)
     aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob)
+    aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob, size_t nbytes)
+    aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bint* exact)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
 

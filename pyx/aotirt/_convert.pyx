@@ -19,7 +19,7 @@ from aotirt._capi cimport (
 from aotirt._device cimport parse_device
 from aotirt._dtypes cimport dtype_code_of
 from aotirt._errors cimport check
-from aotirt._host cimport upload, wrap_host
+from aotirt._host cimport shape_of, upload, wrap_host
 from aotirt._interop cimport import_array, is_interop, mismatch, takes_interop_path
 from aotirt._stream cimport Stream, as_stream
 from aotirt._tensor cimport Tensor, wrap_tensor
@@ -134,7 +134,7 @@ def empty(shape, dtype="float32", device="cpu", stream=None):
     cdef int device_index
     device_type, device_index = parse_device(device)
     cdef int32_t code = dtype_code_of(dtype)
-    shape = tuple(shape)
+    shape = shape_of(shape, "empty")
     if len(shape) > AOTIRT_MAX_DIMS:
         raise ValueError(f"{len(shape)} dimensions, at most {AOTIRT_MAX_DIMS} are supported")
     cdef int64_t sizes[AOTIRT_MAX_DIMS]

@@ -3,6 +3,8 @@
 Module order: this module cimports only the C API (_capi).
 """
 
+from cpython.number cimport PyNumber_Index
+
 from aotirt._capi cimport AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_device_count
 
 # parse_device's device types, for its Python callers.
@@ -20,16 +22,17 @@ def device_count():
 
 
 cpdef tuple parse_device(object device):
-    if isinstance(device, int) and not isinstance(device, bool):
-        if device < 0:
-            raise ValueError(f"device index must be >= 0, got {device}")
-        return (AOTIRT_DEVICE_CUDA, device)
+    if not isinstance(device, (bool, float, str)) and hasattr(device, "__index__"):
+        index = PyNumber_Index(device)   # ints and numpy integers, not floats or bools
+        if not 0 <= index < (1 << 31):
+            raise ValueError(f"device index must be >= 0 (and fit in an int), got {device}")
+        return (AOTIRT_DEVICE_CUDA, index)
     if isinstance(device, str):
         if device == "cpu":
             return (AOTIRT_DEVICE_CPU, 0)
         if device == "cuda":
             return (AOTIRT_DEVICE_CUDA, 0)
-        if device.startswith("cuda:") and device[5:].isdigit():
+        if device.startswith("cuda:") and device[5:].isascii() and device[5:].isdigit() and len(device) < 15:
             return (AOTIRT_DEVICE_CUDA, int(device[5:]))
     raise ValueError(f"device must be 'cpu', 'cuda', 'cuda:N' or an int, got {device!r}")
 

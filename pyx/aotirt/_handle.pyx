@@ -15,7 +15,7 @@ from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
     aotirt_handle_device_index, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob,
+    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
     aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
     aotirt_tensor_free,
@@ -213,6 +213,19 @@ cdef class AotiHandle:
         Calls the library's ``AOTInductorModelUpdateConstantsFromBlob``; the
         blob is read during the call (CUDA uploads are queued on the
         handle's stream), so it may be freed afterwards.
+
+        That call takes a bare pointer, so the blob's size is checked first
+        against what the library says it reads (torch's libraries and the
+        example models say: ``AOTInductorModelContainerGetConstantsBlobSize``).
+
+        Raises
+        ------
+        ValueError
+            The blob's size is not the one the library reads (a truncated
+            file, or another model's weights).
+        AotiError
+            The library takes no blob (no such function, or, for torch, its
+            weights are compiled into the library), or loading failed.
         """
         if self._h is NULL:
             raise ValueError("the handle failed to open")
@@ -221,7 +234,8 @@ cdef class AotiHandle:
         cdef aotirt_status status
         try:
             with nogil:
-                status = aotirt_handle_update_constants_from_blob(self._h, <const uint8_t*>view.buf)
+                status = aotirt_handle_update_constants_from_blob_sized(self._h, <const uint8_t*>view.buf,
+                                                                        <size_t>view.len)
             check(status)
         finally:
             PyBuffer_Release(&view)

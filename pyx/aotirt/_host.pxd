@@ -1,4 +1,14 @@
+from libc.stdint cimport int64_t
+
 from aotirt._capi cimport aotirt_stream, aotirt_tensor
+
+# An integer from a user, with operator.index semantics (ints and objects with
+# __index__, never a float's truncation): TypeError naming `what` otherwise,
+# ValueError past int64.
+cdef int64_t as_int64(object value, str what) except? -1
+# A shape from a user: an integer or a sequence of them (as_int64 each), none
+# negative.
+cdef tuple shape_of(object shape, str what)
 
 # A CPU tensor over the memory of a host array (buffer protocol), which it
 # keeps alive; a strided array is copied first. `as_dtype` (None: the

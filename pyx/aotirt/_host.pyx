@@ -17,7 +17,8 @@ from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
     AOTIRT_MAX_DIMS, aotirt_copy_to_host, aotirt_dtype_itemsize, aotirt_host_alloc_pinned, aotirt_host_free_pinned,
-    aotirt_status, aotirt_stream, aotirt_tensor, aotirt_tensor_dtype, aotirt_tensor_upload, aotirt_tensor_wrap_host,
+    aotirt_status, aotirt_stream, aotirt_tensor, aotirt_tensor_dtype, aotirt_tensor_mark_read_only,
+    aotirt_tensor_upload, aotirt_tensor_wrap_host,
 )
 from aotirt._dtypes cimport (
     DType, buffer_dtype, buffer_format, dtype_code_of, dtype_name, dtype_row, numpy_dtype, numpy_module,
@@ -85,6 +86,32 @@ cdef int32_t _code_for(Py_buffer* view, object as_dtype, str what) except -1:
     return code
 
 
+cdef int64_t as_int64(object value, str what) except? -1:
+    try:
+        index = PyNumber_Index(value)
+    except TypeError:
+        raise TypeError(f"{what} must be an integer, got {type(value).__name__} {value!r}") from None
+    if not -(1 << 63) <= index < (1 << 63):
+        raise ValueError(f"{what} {index} does not fit in int64")
+    return index
+
+
+cdef tuple shape_of(object shape, str what):
+    try:
+        dims = (PyNumber_Index(shape),)
+    except TypeError:
+        try:
+            dims = tuple(shape)
+        except TypeError:
+            raise TypeError(f"{what}: shape must be an integer or a sequence of integers, "
+                            f"got {type(shape).__name__}") from None
+    out = tuple([as_int64(size, f"{what}: size") for size in dims])
+    for size in out:
+        if size < 0:
+            raise ValueError(f"{what}: negative size {size} in shape {out}")
+    return out
+
+
 cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except NULL:
     obj = _contiguous(obj, what)
     cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
@@ -106,6 +133,8 @@ cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except
         PyBuffer_Release(view)
         free(view)
         raise
+    if view.readonly:
+        aotirt_tensor_mark_read_only(t)  # bytes, writeable=False arrays: never written through aotirt
     return t
 
 
@@ -264,17 +293,16 @@ def empty_pinned(shape, dtype="float32"):
         dt = numpy_dtype(dtype_code_of(dtype))
     except TypeError:
         dt = np.dtype(dtype)
-    try:
-        shape = (PyNumber_Index(shape),)
-    except TypeError:
-        shape = tuple([PyNumber_Index(size) for size in shape])
-    cdef Py_ssize_t count = 1
+    shape = shape_of(shape, "empty_pinned")
+    elements = 1   # in Python integers: a product past int64 must not wrap
     for size in shape:
-        if size < 0:
-            raise ValueError(f"empty_pinned: negative size {size} in shape {shape}")
-        count *= size
+        elements *= size
+    total = elements * dt.itemsize
+    if total >= (1 << 63):
+        raise ValueError(f"empty_pinned: shape {shape} of {dt} is {total} bytes, more than fit in int64")
+    cdef Py_ssize_t count = elements
     cdef _PinnedMemory memory = _PinnedMemory.__new__(_PinnedMemory)
-    cdef size_t nbytes = count * dt.itemsize
+    cdef size_t nbytes = total
     cdef void* ptr = NULL
     cdef aotirt_status status
     with nogil:

@@ -10,6 +10,7 @@ Module order: cimports _errors, _dtypes, _device, _stream and _host.
 
 from cpython.buffer cimport PyObject_CheckBuffer
 from cpython.exc cimport PyErr_Fetch, PyErr_Restore
+from cpython.number cimport PyNumber_Index
 from cpython.pycapsule cimport PyCapsule_GetPointer, PyCapsule_IsValid, PyCapsule_New, PyCapsule_SetName
 from cpython.ref cimport Py_INCREF, Py_XDECREF, PyObject
 from libc.stdint cimport int32_t, int64_t, uintptr_t
@@ -18,13 +19,13 @@ from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, AOTIRT_MAX_DIMS, AOTIRT_OK, DLManagedTensor, DLManagedTensorVersioned,
     aotirt_dtype_itemsize, aotirt_pointer_device, aotirt_status, aotirt_stream, aotirt_stream_device,
     aotirt_stream_handle, aotirt_tensor, aotirt_tensor_from_dlpack, aotirt_tensor_from_dlpack_versioned,
-    aotirt_tensor_to_dlpack, aotirt_tensor_to_dlpack_versioned, aotirt_tensor_wrap_device, kDLCPU, kDLCUDA,
-    kDLCUDAHost, kDLCUDAManaged,
+    aotirt_tensor_mark_read_only, aotirt_tensor_to_dlpack, aotirt_tensor_to_dlpack_versioned,
+    aotirt_tensor_wrap_device, kDLCPU, kDLCUDA, kDLCUDAHost, kDLCUDAManaged,
 )
 from aotirt._device cimport device_name
 from aotirt._dtypes cimport numpy_module, typestr_dtype
 from aotirt._errors cimport check
-from aotirt._host cimport upload
+from aotirt._host cimport as_int64, upload
 from aotirt._stream cimport Stream, as_stream
 
 # The standard's capsule names. A consumer renames the capsule it takes over,
@@ -206,17 +207,18 @@ cdef aotirt_tensor* _import_cai(object obj, int device_index, aotirt_stream* str
     cdef int64_t* c_strides = NULL
     cdef int d
     for d in range(ndim):
-        sizes[d] = shape[d]
+        sizes[d] = as_int64(shape[d], f"{what}: __cuda_array_interface__ shape")
     byte_strides = cai.get("strides")
     if byte_strides is not None:
         if len(byte_strides) != ndim:
             raise ValueError(f"{what}: __cuda_array_interface__ has {len(byte_strides)} strides "
                              f"for {ndim} dimensions")
         for d in range(ndim):
-            if byte_strides[d] % itemsize != 0:
-                raise ValueError(f"{what}: stride {byte_strides[d]} bytes is not a multiple of the "
+            stride = as_int64(byte_strides[d], f"{what}: __cuda_array_interface__ stride")
+            if stride % itemsize != 0:
+                raise ValueError(f"{what}: stride {stride} bytes is not a multiple of the "
                                  f"item size ({itemsize} bytes)")
-            strides[d] = byte_strides[d] // itemsize
+            strides[d] = stride // itemsize
         c_strides = strides
     # Version 3's stream: the consumer must order itself after it. None: the
     # data is ready; 1 and 2 are the legacy and per-thread default streams.
@@ -229,7 +231,12 @@ cdef aotirt_tensor* _import_cai(object obj, int device_index, aotirt_stream* str
             raise ValueError(f"{what}: __cuda_array_interface__ stream {producer} is not allowed "
                              f"(the interface says 1 for the legacy default stream, 2 for per-thread)")
         producer_stream = producer
-    cdef uintptr_t address = data[0]
+    if not isinstance(data, tuple) or len(data) != 2:
+        raise TypeError(f"{what}: __cuda_array_interface__ data must be (address, read_only), got {data!r}")
+    address_value = PyNumber_Index(data[0]) if hasattr(data[0], "__index__") else None
+    if address_value is None or not 0 <= address_value < (1 << 64):
+        raise TypeError(f"{what}: __cuda_array_interface__ data address {data[0]!r} is not a pointer")
+    cdef uintptr_t address = address_value
     cdef int32_t device = 0
     cdef aotirt_status status
     if address != 0:
@@ -255,6 +262,8 @@ cdef aotirt_tensor* _import_cai(object obj, int device_index, aotirt_stream* str
     if status != AOTIRT_OK:
         Py_XDECREF(<PyObject*>owner)
         _check_for(status, what)
+    if data[1]:
+        aotirt_tensor_mark_read_only(t)  # the interface's read-only flag
     return t
 
 

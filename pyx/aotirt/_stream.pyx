@@ -3,14 +3,26 @@
 Module order: cimports _errors (and the C API).
 """
 
+from cpython.number cimport PyNumber_Index
 from cpython.ref cimport Py_DECREF, Py_INCREF
 from libc.stdint cimport uintptr_t
 
 from aotirt._capi cimport (
-    aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create, aotirt_stream_device,
-    aotirt_stream_handle, aotirt_stream_release, aotirt_stream_shared,
+    aotirt_cuda_device_count, aotirt_stream, aotirt_stream_adopt, aotirt_stream_adopt_owned, aotirt_stream_create,
+    aotirt_stream_device, aotirt_stream_handle, aotirt_stream_release, aotirt_stream_shared,
 )
 from aotirt._errors cimport check
+
+
+def _no_device_reason():
+    """None when CUDA sees a device, else why it sees none: the message of the
+    CudaError any CUDA call would raise (e.g. no NVIDIA driver found)."""
+    cdef int count = 0
+    try:
+        check(aotirt_cuda_device_count(&count))
+    except RuntimeError as e:
+        return str(e)
+    return None if count > 0 else "CUDA sees no device"
 
 
 cdef class Stream:
@@ -37,19 +49,21 @@ cdef class Stream:
             self._stream = NULL
 
     @staticmethod
-    def shared(int device=0):
+    def shared(device=0):
         """The stream every CudaHandle of `device` runs on by default."""
+        cdef int c_device = _device_index(device)
         cdef aotirt_stream* s = NULL
         with nogil:
-            check(aotirt_stream_shared(device, &s))
+            check(aotirt_stream_shared(c_device, &s))
         return stream_from_reference(s)
 
     @staticmethod
-    def create(int device=0):
+    def create(device=0):
         """A new non-blocking stream of its own on `device`."""
+        cdef int c_device = _device_index(device)
         cdef aotirt_stream* s = NULL
         with nogil:
-            check(aotirt_stream_create(device, &s))
+            check(aotirt_stream_create(c_device, &s))
         return stream_from_reference(s)
 
     @staticmethod
@@ -104,9 +118,7 @@ cdef class Stream:
             device = said if said is not None else 0
         elif said is not None and said != device:
             raise ValueError(f"the stream is on cuda:{said}, not on cuda:{device}")
-        cdef int c_device = device
-        if c_device < 0:
-            raise ValueError(f"device index must be >= 0, got {device}")
+        cdef int c_device = _device_index(device)
         cdef aotirt_stream* s = NULL
         if isinstance(obj, int):
             # A bare address: whoever made it keeps it alive (documented).
@@ -172,6 +184,17 @@ cdef class Stream:
         if self._stream is NULL:
             return "<aotirt.Stream closed>"
         return f"<aotirt.Stream cuda:{self.device} 0x{self.handle:x}>"
+
+
+cdef int _device_index(object device) except -1:
+    """A device index from a user: an integer (operator.index semantics, so a
+    float is refused rather than truncated), 0 or more, fitting in an int."""
+    if isinstance(device, bool) or not hasattr(device, "__index__"):
+        raise TypeError(f"a device index must be an integer, got {type(device).__name__} {device!r}")
+    index = PyNumber_Index(device)
+    if not 0 <= index < (1 << 31):
+        raise ValueError(f"device index must be >= 0, got {device}")
+    return index
 
 
 cdef object _stream_address(object obj):

@@ -17,13 +17,14 @@ from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_dtype_itemsize, aotirt_status, aotirt_stream,
     aotirt_stream_retain, aotirt_tensor, aotirt_tensor_copy, aotirt_tensor_data, aotirt_tensor_device_index,
     aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_free, aotirt_tensor_is_contiguous,
+    aotirt_tensor_is_read_only,
     aotirt_tensor_narrow, aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_order_before,
     aotirt_tensor_sizes, aotirt_tensor_stream, aotirt_tensor_strides, kDLCPU, kDLCUDA,
 )
 from aotirt._device cimport device_name
 from aotirt._dtypes cimport dtype_name, dtype_row, numpy_dtype
 from aotirt._errors cimport check
-from aotirt._host cimport copy_out
+from aotirt._host cimport as_int64, copy_out
 from aotirt._interop cimport consumer_stream_value, dlpack_capsule, dlpack_consumer_stream
 from aotirt._stream cimport stream_from_reference
 
@@ -111,13 +112,18 @@ cdef class Tensor:
         """A new numpy array with this tensor's data (waits for its stream)."""
         return copy_out(self._t, self.shape, None)
 
-    def narrow(self, int64_t dim, int64_t start, int64_t length):
+    def narrow(self, dim, start, length):
         """A view of elements ``[start, start + length)`` along `dim`.
 
-        The view shares this tensor's memory and keeps it alive.
+        The view shares this tensor's memory and keeps it alive. Integers
+        only (operator.index semantics); ``0 <= start <= size`` and
+        ``0 <= length <= size - start``, a negative `dim` counts from the end.
         """
+        cdef int64_t c_dim = as_int64(dim, "narrow: dim")
+        cdef int64_t c_start = as_int64(start, "narrow: start")
+        cdef int64_t c_length = as_int64(length, "narrow: length")
         cdef aotirt_tensor* out = NULL
-        check(aotirt_tensor_narrow(self._t, dim, start, length, &out))
+        check(aotirt_tensor_narrow(self._t, c_dim, c_start, c_length, &out))
         return wrap_tensor(out)
 
     def copy_(self, Tensor src not None):
@@ -171,7 +177,7 @@ cdef class Tensor:
         return {
             "shape": self.shape,
             "typestr": typestr,
-            "data": (<uintptr_t>aotirt_tensor_data(self._t), False),
+            "data": (<uintptr_t>aotirt_tensor_data(self._t), bool(aotirt_tensor_is_read_only(self._t))),
             "strides": None if aotirt_tensor_is_contiguous(self._t) else self.strides,
             "version": 3,
             "stream": stream,

@@ -18,12 +18,30 @@ import shutil
 import stat
 import tempfile
 import zipfile
+import zlib
 
 # Largest single entry and largest total that extraction accepts. A package's
 # declared sizes are checked before anything is written; zipfile then checks
-# that each entry inflates to exactly its declared size and CRC.
-MAX_ENTRY_BYTES = int(os.environ.get("AOTIRT_PT2_MAX_ENTRY_BYTES", 8 << 30))
-MAX_TOTAL_BYTES = int(os.environ.get("AOTIRT_PT2_MAX_TOTAL_BYTES", 32 << 30))
+# that each entry inflates to exactly its declared size and CRC. The
+# environment variables are read at each extraction (a bad value is an
+# AotiError then, not an import failure).
+MAX_ENTRY_BYTES = 8 << 30
+MAX_TOTAL_BYTES = 32 << 30
+
+
+def _limit(variable, default):
+    from aotirt._errors import AotiError
+
+    text = os.environ.get(variable)
+    if text is None or text == "":
+        return default
+    try:
+        value = int(text)
+    except ValueError:
+        raise AotiError(f"{variable}={text!r} is not a number of bytes (an integer, e.g. {default})") from None
+    if value < 0:
+        raise AotiError(f"{variable}={text!r} is negative: it is a number of bytes")
+    return value
 
 _AOTI_DIR = "data/aotinductor/"
 
@@ -65,20 +83,33 @@ def load(path, device=None, *, stream=None, model=None):
     >>> handle = aotirt.load("model.pt2")                  # doctest: +SKIP
     >>> outputs = handle.run([x])                          # doctest: +SKIP
     """
+    library, blob, package_device = locate(path, model)
+    if device is None:
+        device = default_device(library, package_device)
+    if blob is not None:
+        with open(blob, "rb") as f:
+            blob = f.read()
+    return open_handle(library, device, stream, blob)
+
+
+def locate(path, model=None):
+    """What :func:`load` opens: ``(library, weights_blob_file or None,
+    package_device or None)``. A package is extracted (or its cached
+    extraction verified) first; a bare library is itself."""
     from aotirt._errors import AotiError
 
     path = os.fspath(path)
     if not os.path.isfile(path):
         raise AotiError(f"cannot open model {path}: no such file")
-    library, blob, package_device = path, None, None
     if zipfile.is_zipfile(path):
-        library, blob, package_device = _extract_package(path, model)
-    if device is None:
-        device = package_device or ("cuda" if _calls_cuda(library) else "cpu")
-    if blob is not None:
-        with open(blob, "rb") as f:
-            blob = f.read()
-    return open_handle(library, device, stream, blob)
+        return _extract_package(path, model)
+    with open(path, "rb") as f:
+        magic = f.read(4)
+    if magic == b"PK\x03\x04" or path.endswith(".pt2"):
+        # Not a library either: say what it looks like instead of "not an ELF file".
+        raise AotiError(f"cannot read package {path}: not a complete zip file (truncated or damaged: its "
+                        f"central directory cannot be found)")
+    return path, None, None
 
 
 def open_handle(library, device, stream=None, blob=None):
@@ -104,6 +135,12 @@ def open_handle(library, device, stream=None, blob=None):
     return handle
 
 
+def default_device(library, package_device=None):
+    """The device a model runs on when none is asked for: the package's (its
+    metadata), else CUDA for a library that calls the CUDA runtime, else the CPU."""
+    return package_device or ("cuda" if _calls_cuda(library) else "cpu")
+
+
 def _calls_cuda(library):
     """Whether a bare library calls the CUDA runtime or driver."""
     from aotirt._handle import library_undefined_symbols
@@ -117,10 +154,11 @@ def _extract_package(path, model):
 
     digest = _sha256(path)
     target = os.path.join(cache_root(), digest[:32])
-    if not os.path.isdir(target):
-        _extract_safely(path, target)
+    entries = _verified_manifest(target)
+    if entries is None:
+        entries = _extract_safely(path, target)
     models_dir = os.path.join(target, "aotinductor")
-    names = sorted(os.listdir(models_dir)) if os.path.isdir(models_dir) else []
+    names = sorted({relative.split("/")[0] for relative in entries})
     if not names:
         raise AotiError(f"{path} has no AOTInductor library (no entries under <root>/{_AOTI_DIR})")
     if model is None:
@@ -130,7 +168,8 @@ def _extract_package(path, model):
     if model not in names:
         raise AotiError(f"{path} has no model {model!r} (it has {', '.join(names)})")
     folder = os.path.join(models_dir, model)
-    files = sorted(os.listdir(folder))
+    # What the package holds (the manifest), not what the folder holds now.
+    files = sorted(relative.split("/")[1] for relative in entries if relative.split("/")[0] == model)
     libraries = [f for f in files if f.endswith(".so")]
     wrappers = [f for f in libraries if f.endswith(".wrapper.so")] or libraries
     if len(wrappers) != 1:
@@ -141,13 +180,52 @@ def _extract_package(path, model):
     blob = os.path.join(folder, blobs[0]) if blobs else None
     device = None
     for meta in (f for f in files if f.endswith("_metadata.json")):
-        with open(os.path.join(folder, meta)) as f:
-            key = json.load(f).get("AOTI_DEVICE_KEY")
+        key = _metadata(path, f"{_AOTI_DIR}{model}/{meta}", os.path.join(folder, meta)).get("AOTI_DEVICE_KEY")
         if key in ("cpu", "cuda"):
             device = key
             if meta.startswith(wrappers[0][: -len(".so")]):
                 break
     return library, blob, device
+
+
+def _metadata(package, entry, file):
+    """A metadata entry's JSON object; AotiError naming the package and the entry."""
+    from aotirt._errors import AotiError
+
+    try:
+        with open(file, "rb") as f:
+            value = json.loads(f.read().decode("utf-8"))
+    except (ValueError, RecursionError) as e:   # JSONDecodeError, UnicodeDecodeError, nesting too deep
+        raise AotiError(f"{package}: entry {entry!r} is not valid JSON metadata: {e}") from None
+    if not isinstance(value, dict):
+        raise AotiError(f"{package}: entry {entry!r} holds a JSON {type(value).__name__}, "
+                        f"not the object of AOTInductor metadata")
+    return value
+
+
+_MANIFEST = "manifest.json"
+
+
+def _verified_manifest(target):
+    """The entries of a cached extraction (relative path -> [size, crc32]), or
+    None when there is none or it no longer holds what was extracted.
+
+    Checked at every load, cheaply: each file's size and modification time
+    against those recorded when it was written. A file changed or removed
+    since (a damaged disk, a cleaner, a hand edit) makes the extraction be
+    redone: the loader never trusts a cache file the package did not write.
+    """
+    try:
+        with open(os.path.join(target, _MANIFEST)) as f:
+            manifest = json.load(f)
+        entries = manifest["entries"]
+        for relative, (size, _crc, mtime_ns) in entries.items():
+            info = os.stat(os.path.join(target, "aotinductor", relative))
+            if info.st_size != size or info.st_mtime_ns != mtime_ns or not stat.S_ISREG(info.st_mode):
+                return None
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return entries
 
 
 def _sha256(path):
@@ -159,20 +237,25 @@ def _sha256(path):
 
 
 def _extract_safely(path, target):
-    """Extracts the AOTInductor entries of `path` into `target`, atomically."""
+    """Extracts the AOTInductor entries of `path` into `target`, atomically,
+    with a manifest of what it wrote; returns the manifest's entries. A
+    damaged extraction already at `target` is replaced."""
     from aotirt._errors import AotiError
 
     parent = os.path.dirname(target)
-    os.makedirs(parent, exist_ok=True)
     try:
+        os.makedirs(parent, exist_ok=True)
         archive = zipfile.ZipFile(path)
-    except (zipfile.BadZipFile, OSError) as e:
+    except _extraction_errors() as e:   # its directory: damaged, or from a zip version Python cannot read
         raise AotiError(f"cannot read package {path}: {e}") from None
     with archive:
         members = _checked_members(path, archive)
         staging = tempfile.mkdtemp(prefix=".extracting-", dir=parent)
+        entry = None
         try:
+            entries = {}
             for info, relative in members:
+                entry = info.filename
                 destination = os.path.join(staging, "aotinductor", relative)
                 # Belt and braces: the checks above already exclude escapes.
                 if not os.path.realpath(destination).startswith(os.path.realpath(staging) + os.sep):
@@ -180,22 +263,66 @@ def _extract_safely(path, target):
                 os.makedirs(os.path.dirname(destination), exist_ok=True)
                 with archive.open(info) as source, open(destination, "xb") as sink:
                     shutil.copyfileobj(source, sink, 1 << 20)
-            try:
-                os.rename(staging, target)   # another process may have won the race: fine
-            except OSError:
-                if not os.path.isdir(target):
-                    raise
-        except (zipfile.BadZipFile, EOFError) as e:
-            raise AotiError(f"cannot extract package {path}: {e}") from None
+                written = os.stat(destination)
+                entries[relative] = [written.st_size, info.CRC, written.st_mtime_ns]
+            entry = None
+            with open(os.path.join(staging, _MANIFEST), "w") as f:
+                json.dump({"package": os.path.abspath(path), "entries": entries}, f)
+            _install(staging, target)
+            return entries
+        except _extraction_errors() as e:
+            # A corrupt or encrypted entry, an unsupported compression, a full disk...
+            where = f" (entry {entry!r})" if entry else ""
+            raise AotiError(f"cannot extract package {path}{where}: {e}") from None
         finally:
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _extraction_errors():
+    """What reading a damaged entry can raise: zipfile's own errors and those of
+    each decompressor (lzma and bz2 are optional parts of Python)."""
+    errors = [zipfile.BadZipFile, EOFError, zlib.error, RuntimeError, NotImplementedError, OSError, ValueError]
+    try:
+        import lzma
+        errors.append(lzma.LZMAError)
+    except ImportError:
+        pass
+    return tuple(errors)
+
+
+def _install(staging, target):
+    """Moves a finished extraction to `target`, replacing a damaged one there."""
+    from aotirt._errors import AotiError
+
+    try:
+        os.rename(staging, target)
+        return
+    except OSError:
+        if not os.path.isdir(target):
+            raise
+    if _verified_manifest(target) is not None:
+        return   # another process extracted the same package meanwhile: fine
+    # What is there no longer matches what it was extracted as: set it aside
+    # (a process may still have its library mapped: renaming is safe), put the
+    # new one in its place, then delete the old one.
+    damaged = tempfile.mkdtemp(prefix=".damaged-", dir=os.path.dirname(target))
+    try:
+        os.rename(target, os.path.join(damaged, "old"))
+        os.rename(staging, target)
+    except OSError as e:
+        raise AotiError(f"the cached extraction at {target} is damaged (a file changed or went missing since it "
+                        f"was extracted) and could not be replaced ({e}): delete that folder") from None
+    finally:
+        shutil.rmtree(damaged, ignore_errors=True)
 
 
 def _checked_members(path, archive):
     """The (entry, path under data/aotinductor/) pairs to extract, all checked."""
     from aotirt._errors import AotiError
 
-    members, total = [], 0
+    max_entry = _limit("AOTIRT_PT2_MAX_ENTRY_BYTES", MAX_ENTRY_BYTES)
+    max_total = _limit("AOTIRT_PT2_MAX_TOTAL_BYTES", MAX_TOTAL_BYTES)
+    members, total, seen = [], 0, set()
     for info in archive.infolist():
         name = info.filename
         marker = name.find(_AOTI_DIR)
@@ -203,19 +330,22 @@ def _checked_members(path, archive):
             continue
         relative = name[marker + len(_AOTI_DIR):]
         parts = relative.split("/")
-        if (name.startswith("/") or "\\" in name or any(p in ("", ".", "..") for p in parts)
+        if (name.startswith("/") or "\\" in name or "\0" in name or any(p in ("", ".", "..") for p in parts)
                 or len(parts) != 2):
             raise AotiError(f"{path}: entry {name!r} has an unsafe path (absolute, '..', or not "
                             f"<root>/{_AOTI_DIR}<model>/<file>)")
         mode = info.external_attr >> 16
         if stat.S_ISLNK(mode):
             raise AotiError(f"{path}: entry {name!r} is a symbolic link; packages may hold regular files only")
-        if info.file_size > MAX_ENTRY_BYTES:
+        if relative in seen:
+            raise AotiError(f"{path}: entry {name!r} appears twice (a package names each file once)")
+        seen.add(relative)
+        if info.file_size > max_entry:
             raise AotiError(f"{path}: entry {name!r} is {info.file_size} bytes, over the limit of "
-                            f"{MAX_ENTRY_BYTES} (AOTIRT_PT2_MAX_ENTRY_BYTES)")
+                            f"{max_entry} (AOTIRT_PT2_MAX_ENTRY_BYTES)")
         total += info.file_size
-        if total > MAX_TOTAL_BYTES:
-            raise AotiError(f"{path}: its AOTInductor entries exceed {MAX_TOTAL_BYTES} bytes "
+        if total > max_total:
+            raise AotiError(f"{path}: its AOTInductor entries exceed {max_total} bytes "
                             f"(AOTIRT_PT2_MAX_TOTAL_BYTES)")
         members.append((info, relative))
     return members

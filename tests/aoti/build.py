@@ -49,11 +49,13 @@ RUNNER_TIMEOUT_S = 300
 
 
 def inductor_configs(name, device):
-    from zoo import DEFAULT_GEMM, ZOO
+    from zoo import BLOB_WEIGHTS, DEFAULT_GEMM, ZOO
 
     configs = {"aot_inductor.link_libtorch": False}
     if name in ZOO:
         return configs          # inductor's defaults: what a user's compile gives
+    if name in BLOB_WEIGHTS:
+        configs["aot_inductor.package_constants_on_disk_format"] = "binary_blob"
     if device == "cuda":
         configs["aot_inductor.embed_kernel_binary"] = True
         if name not in DEFAULT_GEMM:
@@ -115,7 +117,7 @@ def build_one(name, device, folder):
     import torch
 
     sys.path.insert(0, HERE)
-    from zoo import MODELS, NON_STRICT, ZOO
+    from zoo import DYNAMIC_BATCH, MODELS, NON_STRICT, ZOO
 
     make_module, make_inputs, dtype = MODELS[name]
     print(f"[{name}] building the module ({dtype}) for {device}", flush=True)
@@ -152,8 +154,15 @@ def build_one(name, device, folder):
                     np.save(os.path.join(folder, f"expected_exact{i}.npy"), to_numpy(y))
                 meta["tf32_drift"] = [relative_error(y, e) for y, e in zip(expected, exact)]
     start = time.time()
+    dynamic_shapes = None
+    if name in DYNAMIC_BATCH:
+        low, high = DYNAMIC_BATCH[name]
+        batch = torch.export.Dim("batch", min=low, max=high)
+        dynamic_shapes = tuple({0: batch} if i == 0 else None for i in range(len(inputs)))
+        meta["dynamic_batch"] = [low, high]
     print(f"[{name}] exporting (strict={strict})", flush=True)
-    exported = torch.export.export(module, inputs) if strict else torch.export.export(module, inputs, strict=False)
+    exported = torch.export.export(module, inputs, dynamic_shapes=dynamic_shapes,
+                                   **({} if strict else {"strict": False}))
     print(f"[{name}] compiling with {meta['configs']}", flush=True)
     package = os.path.join(folder, "model.pt2")
     torch._inductor.aoti_compile_and_package(exported, package_path=package, inductor_configs=meta["configs"])

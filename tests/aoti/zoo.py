@@ -105,6 +105,13 @@ MODELS = {
 # Models compiled without Triton GEMMs: they call the cuBLAS / CPU mm fallbacks.
 DEFAULT_GEMM = {"mlp_default_gemm"}
 
+# The weights and bad-input tests' model: its weights are written beside the
+# library (aot_inductor.package_constants_on_disk_format="binary_blob", a
+# *_weights.blob entry that AOTInductorModelUpdateConstantsFromBlob loads) and
+# the batch dimension of its input is dynamic, within these bounds.
+MODELS["mlp_blob"] = (MLP, _seeded(((8, 64), torch.float32)), "float32")
+BLOB_WEIGHTS = {"mlp_blob"}
+DYNAMIC_BATCH = {"mlp_blob": (1, 64)}
 
 # ---- issue 14: the zoo ----
 

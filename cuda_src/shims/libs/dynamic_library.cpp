@@ -104,6 +104,14 @@ std::vector<std::string> candidates(const LibrarySpec& spec, bool* from_env) {
 void* open_first(const LibrarySpec& spec, const Accept& accept, std::string* path, std::string* error) {
   bool from_env = false;
   const std::vector<std::string> files = candidates(spec, &from_env);
+  if (from_env && files[0].find('/') == std::string::npos) {
+    // A bare name would make dlopen search the library path for it: not the
+    // file the user named. A path is what the variable takes.
+    *error = spec.env_var + "=" + files[0] + " is not a path (it has no '/'): dlopen would search the library "
+             "path for it. Set it to the full path of " + listing(versioned(spec), " or ") +
+             " (./" + files[0] + " for one in the working folder), or unset it";
+    return nullptr;
+  }
   std::vector<std::string> reasons;
   for (const std::string& file : files) {
     dlerror();

@@ -85,6 +85,7 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   // In torch's signatures the left factor of mm and bmm is called `self`.
   const char* left_name = addmm ? "mat1" : "self";
   if (!out || !mat1 || !mat2) return fail(AOTIRT_ERROR_VALUE, prefix(name) + "a tensor handle is NULL");
+  if (out->storage) AOTIRT_TRY(check_writable(*out, prefix(name) + "out"));
 
   struct Arg {
     const char* name;
