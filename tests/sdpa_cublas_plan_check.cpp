@@ -4,9 +4,12 @@
 // For random attention problems over the layouts Inductor and the shims
 // hand over (contiguous, [B, L, H, D] permuted, packed projections, sequence
 // first, column-major matrices, padded rows, broadcast batches), grouped-
-// query heads, lengths of one and more, and chunks of query rows, it carries
-// out the plan as sdpa_cublas.cu does: per chunk, the scores GEMM, an exact
-// softmax over the workspace rows, the output GEMM, each GEMM emulated as
+// query heads, lengths of one and more, and chunks of query rows (under a
+// causal mask each over the keys its last row sees), it carries out the
+// plan as sdpa_cublas.cu does: the chunks schedule_rows picks, each planned
+// by plan_chunk, in a workspace of scores_floats floats; per chunk, the
+// scores GEMM, an exact softmax over the chunk's keys of the workspace rows,
+// the output GEMM, each GEMM emulated as
 // cuBLAS's column-major one (its argument checks included), strided or
 // through the pointer arrays. Every read and write is bounds-checked against
 // its buffer; the output is compared with attention computed directly from
@@ -113,15 +116,17 @@ struct Case {
   std::string q_layout, k_layout, v_layout, out_layout;
   int causal;          // 0 none, 1 top left, 2 bottom right
   int64_t bound_rows;  // query rows per chunk the bound allows
+  int64_t forced = 0;  // chunks asked for (AOTIRT_ATTENTION_CAUSAL_CHUNKS); 0: the model's
 };
 
 std::string name_of(const Case& c) {
   char text[256];
-  std::snprintf(text, sizeof(text), "B%ld H%ld Hk%ld L%ld S%ld E%ld Ev%ld q=%s k=%s v=%s out=%s causal=%d rows=%ld",
+  std::snprintf(text, sizeof(text),
+                "B%ld H%ld Hk%ld L%ld S%ld E%ld Ev%ld q=%s k=%s v=%s out=%s causal=%d rows=%ld forced=%ld",
                 static_cast<long>(c.B), static_cast<long>(c.H), static_cast<long>(c.Hk), static_cast<long>(c.L),
                 static_cast<long>(c.S), static_cast<long>(c.E), static_cast<long>(c.Ev), c.q_layout.c_str(),
                 c.k_layout.c_str(), c.v_layout.c_str(), c.out_layout.c_str(), c.causal,
-                static_cast<long>(c.bound_rows));
+                static_cast<long>(c.bound_rows), static_cast<long>(c.forced));
   return text;
 }
 
@@ -131,13 +136,14 @@ int64_t visible_keys(const Case& c, int64_t i) {
   return last < 0 ? 0 : std::min(last + 1, c.S);
 }
 
-int strided_runs = 0, pointer_runs = 0, folded_runs = 0, refused = 0;
+int strided_runs = 0, pointer_runs = 0, folded_runs = 0, refused = 0, trimmed_runs = 0;
 
 void check(const Case& cs, std::mt19937* rng) {
   const std::string what = name_of(cs);
   plan::Shape s;
   s.batch = cs.B, s.heads = cs.H, s.kv_heads = cs.Hk, s.q_len = cs.L, s.kv_len = cs.S;
   s.head_dim = cs.E, s.value_dim = cs.Ev;
+  s.causal = cs.causal;
   int64_t sizes[plan::kOperands] = {};
   layout_strides(cs.q_layout, cs.B, cs.H, cs.L, cs.E, s.q_stride, &sizes[plan::kQ]);
   layout_strides(cs.k_layout, cs.B, cs.Hk, cs.S, cs.E, s.k_stride, &sizes[plan::kK]);
@@ -164,9 +170,10 @@ void check(const Case& cs, std::mt19937* rng) {
     for (float& x : b->data) x = normal(*rng);
   }
   out.data.assign(sizes[plan::kOut] + 7, NAN);  // NaN: not written
-  const int64_t rows_per_chunk = std::min(cs.L, cs.bound_rows);
-  const int64_t ld = plan::scores_ld(s);
-  scores.data.assign(cs.B * cs.H * rows_per_chunk * ld, NAN);
+  const int64_t rows_per_chunk = plan::schedule_rows(s, cs.bound_rows, cs.forced);
+  if (rows_per_chunk < 1 || rows_per_chunk > std::max<int64_t>(1, std::min(cs.L, cs.bound_rows)))
+    return failed(what, "schedule_rows passed the bound");
+  scores.data.assign(plan::scores_floats(s, rows_per_chunk), NAN);
   Buffer* operands[plan::kOperands] = {&q, &k, &v, &scores, &out};
   const double scale = 0.37;
 
@@ -176,17 +183,23 @@ void check(const Case& cs, std::mt19937* rng) {
     if (!plan::plan_chunk(s, rows, row0, &c)) return failed(what, "a chunk could not be planned");
     (c.strided ? strided_runs : pointer_runs)++;
     folded_runs += c.folded;
+    trimmed_runs += c.keys < cs.S;
+    if (c.rows != rows || c.keys < 1 || c.keys > cs.S || c.keys < visible_keys(cs, row0 + rows - 1))
+      return failed(what, "a chunk's keys miss some its rows see");
+    const int64_t ld = c.ld;
+    if (ld < c.keys || ld % 4) return failed(what, "unaligned score rows");
     if (c.count > cs.B * cs.H) return failed(what, "more matrices than the pointer arrays hold");
     if (!batched(c, c.qk, c.qk_x, c.qk_y, plan::kS, scale, operands))
       return failed(what, "cuBLAS would refuse the scores GEMM");
-    // The softmax kernel's rows: r = (b * H + h) * rows + (i - row0), ld apart.
+    // The softmax kernel's rows: r = (b * H + h) * rows + (i - row0), ld
+    // apart, each over the chunk's keys (past the row's own: zeros).
     for (int64_t r = 0; r < cs.B * cs.H * rows; ++r) {
       const int64_t i = row0 + r % rows, keys = visible_keys(cs, i);
       double top = -INFINITY, sum = 0;
       for (int64_t j = 0; j < keys; ++j) top = std::max<double>(top, scores.at(r * ld + j));
-      std::vector<double> e(cs.S, 0.0);
+      std::vector<double> e(c.keys, 0.0);
       for (int64_t j = 0; j < keys; ++j) sum += e[j] = std::exp(scores.at(r * ld + j) - top);
-      for (int64_t j = 0; j < cs.S; ++j) scores.at(r * ld + j) = sum > 0 ? static_cast<float>(e[j] / sum) : 0.0f;
+      for (int64_t j = 0; j < c.keys; ++j) scores.at(r * ld + j) = sum > 0 ? static_cast<float>(e[j] / sum) : 0.0f;
     }
     if (!batched(c, c.pv, c.pv_x, c.pv_y, plan::kOut, 1.0, operands))
       return failed(what, "cuBLAS would refuse the output GEMM");
@@ -248,6 +261,13 @@ int main() {
       {2, 8, 2, 9, 13, 8, 6, "column", "column", "column", "column", 2, 1 << 30},
       {2, 4, 2, 20, 7, 5, 3, "contiguous", "contiguous", "contiguous", "contiguous", 2, 3},
       {2, 4, 1, 20, 7, 5, 3, "contiguous", "contiguous", "contiguous", "contiguous", 0, 1},
+      // Causal chunks the schedule asks for (rows a multiple of 64), the
+      // last one partial; bottom right with more queries than keys (early
+      // chunks see no key), and with fewer.
+      {1, 2, 1, 130, 130, 3, 2, "contiguous", "contiguous", "contiguous", "contiguous", 1, 1 << 30, 3},
+      {1, 2, 2, 150, 100, 3, 2, "blhe", "blhe", "blhe", "blhe", 2, 1 << 30, 3},
+      {1, 2, 2, 100, 170, 3, 2, "contiguous", "column", "lbhe", "padded", 2, 1 << 30, 2},
+      {2, 4, 2, 129, 129, 2, 3, "packed", "packed", "packed", "column", 1, 50, 0},
   };
   for (const Case& c : fixed) check(c, &rng), ++cases;
   // Random ones.
@@ -277,11 +297,40 @@ int main() {
   s.batch = 2, s.heads = 8, s.q_len = 1000, s.kv_len = 700;  // rows of 2 * 8 * 700 * 4 = 44800 bytes
   if (plan::chunk_rows(s, 1 << 20) != 23 || plan::chunk_rows(s, 1000) != 1 || plan::chunk_rows(s, 1 << 30) != 1000)
     failed("chunk_rows", "wrong number of rows");
-  if (strided_runs == 0 || pointer_runs == 0 || folded_runs == 0 || refused == 0)
+  // schedule_rows: one chunk without a causal mask (or as the bound
+  // allows); under one, several for long sequences, one for short ones.
+  struct Schedule {
+    int64_t B, H, L, S, E, causal, bound_rows, forced, rows;
+  };
+  const Schedule schedules[] = {
+      {2, 8, 4096, 4096, 64, 0, 1024, 0, 1024},   // the bound's chunks
+      {2, 8, 4096, 4096, 64, 1, 1024, 0, 512},    // 8 chunks
+      {2, 8, 4096, 4096, 128, 1, 1024, 0, 512},   // 8 chunks
+      {2, 8, 4096, 4096, 64, 1, 100, 0, 100},     // the bound chunks finer
+      {2, 8, 4096, 4096, 64, 1, 4096, 3, 1408},   // asked for
+      {2, 8, 1024, 1024, 64, 1, 1024, 0, 512},
+      {2, 8, 1024, 1024, 128, 1, 1024, 0, 256},
+      {2, 8, 512, 512, 64, 1, 512, 0, 512},
+      {2, 8, 128, 128, 64, 1, 128, 0, 128},
+      {2, 8, 128, 128, 128, 1, 128, 0, 128},
+      {1, 8, 1, 4096, 64, 2, 1, 0, 1},             // a decoding step
+  };
+  for (const Schedule& c : schedules) {
+    plan::Shape t;
+    t.batch = c.B, t.heads = t.kv_heads = c.H, t.q_len = c.L, t.kv_len = c.S, t.head_dim = t.value_dim = c.E;
+    t.causal = static_cast<int32_t>(c.causal);
+    const int64_t rows = plan::schedule_rows(t, c.bound_rows, c.forced);
+    if (rows != c.rows)
+      failed("schedule_rows", "L" + std::to_string(c.L) + " E" + std::to_string(c.E) + " causal " +
+                                  std::to_string(c.causal) + ": " + std::to_string(rows) + " rows, not " +
+                                  std::to_string(c.rows));
+  }
+  if (strided_runs == 0 || pointer_runs == 0 || folded_runs == 0 || refused == 0 || trimmed_runs == 0)
     failed("coverage", "a mode never ran: strided " + std::to_string(strided_runs) + ", pointer arrays " +
                            std::to_string(pointer_runs) + ", folded " + std::to_string(folded_runs) +
-                           ", refused " + std::to_string(refused));
-  std::printf("%d cases (chunks: %d strided, %d pointer arrays, %d folded; %d refused), %d failures\n", cases,
-              strided_runs, pointer_runs, folded_runs, refused, failures);
+                           ", refused " + std::to_string(refused) + ", trimmed " + std::to_string(trimmed_runs));
+  std::printf("%d cases (chunks: %d strided, %d pointer arrays, %d folded, %d over fewer keys; %d refused), %d "
+              "failures\n",
+              cases, strided_runs, pointer_runs, folded_runs, trimmed_runs, refused, failures);
   return failures ? 1 : 0;
 }

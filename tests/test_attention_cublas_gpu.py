@@ -262,8 +262,9 @@ def test_layouts_cublas_cannot_take_fall_back():
 
 
 # Sequences of 4096: the scores pass 256 MiB and go in chunks of query rows
-# (2, 4 and 7 chunks, the last of 7 four rows long); GQA with chunks has no
-# folded heads, so cuBLAS takes pointer arrays.
+# (the causal 8 heads in 8 chunks of 512 rows, each over the keys its last
+# row sees; then 4 chunks, and 7, the last of 7 four rows long); GQA with
+# chunks has no folded heads, so cuBLAS takes pointer arrays.
 LONG = [  # B, H, Hk, E, layout, op, causal
     (1, 8, 8, 128, "blhe", "efficient", True),
     (2, 8, 2, 64, "contiguous", "cudnn", False),

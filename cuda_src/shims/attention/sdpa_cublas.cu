@@ -36,7 +36,8 @@ struct SoftmaxArgs {
   int64_t rows = 0;         // batch * heads * chunk_rows
   int64_t chunk_rows = 0;
   int64_t row0 = 0;         // the query row of the chunk's first row
-  int64_t heads = 0, q_len = 0, kv_len = 0;
+  int64_t heads = 0, q_len = 0;
+  int64_t kv_len = 0;       // the chunk's keys (Chunk::keys): the scores' columns
   int32_t causal = 0;       // 0: no causal mask; else key j is seen by row i when j <= i + causal_offset
   int64_t causal_offset = 0;
   const void* bias = nullptr;
@@ -120,22 +121,50 @@ __device__ __forceinline__ void store_lse(const SoftmaxArgs& a, const Row& row, 
 }
 
 // Rows of at most kGroup * kPer keys, held in registers: one read and one
-// write of the scores, one exponential per key.
+// write of the scores, one exponential per key. With kPer 4, 8 or 16,
+// thread tid holds the 16-byte vectors tid, tid + kGroup, ... of the row
+// (score rows are 16-byte aligned: the workspace is, and ld is a multiple of
+// 4): a quarter of the loads and stores. A vector that straddles the row's
+// last visible key is read whole (it lies within the row's ld) and its
+// entries past it masked; the stores write whole vectors up to the chunk's
+// keys, the padding past them getting zeros that no GEMM reads.
 template <int kGroup, int kPer>
 __device__ __forceinline__ void cached_row(const SoftmaxArgs& a, const Row& row, int tid, float* red) {
   // 32-bit key indices (kv_len fits an int) and one base pointer with
   // constant offsets keep the unrolled loops' registers down.
   const int keys = static_cast<int>(row.keys), n = static_cast<int>(a.kv_len);
-  float* s = row.s + tid;
+  // kPer == 32 stays scalar: its vector loads' masking passes the 64
+  // registers and spills (nvcc -Xptxas -v).
+  constexpr bool kVector = kPer % 4 == 0 && kPer <= 16;
+  constexpr int kWidth = kVector ? 4 : 1;  // floats per load
+  constexpr int kLoads = kPer / kWidth;
+  // Key of entry e of load t: (t * kGroup + tid) * kWidth + e.
   float x[kPer];
+  if constexpr (kVector) {
+    const float4* s = reinterpret_cast<const float4*>(row.s) + tid;
 #pragma unroll
-  for (int t = 0; t < kPer; ++t) x[t] = t * kGroup + tid < keys ? s[t * kGroup] : -INFINITY;
+    for (int t = 0; t < kLoads; ++t) {
+      const int j = (t * kGroup + tid) * 4;
+      const float4 v = j < keys ? s[t * kGroup] : make_float4(-INFINITY, -INFINITY, -INFINITY, -INFINITY);
+      x[4 * t] = v.x;  // j < keys, or -inf already
+      x[4 * t + 1] = j + 1 < keys ? v.y : -INFINITY;
+      x[4 * t + 2] = j + 2 < keys ? v.z : -INFINITY;
+      x[4 * t + 3] = j + 3 < keys ? v.w : -INFINITY;
+    }
+  } else {
+    const float* s = row.s + tid;
+#pragma unroll
+    for (int t = 0; t < kLoads; ++t) x[t] = t * kGroup + tid < keys ? s[t * kGroup] : -INFINITY;
+  }
   if (a.bias) {
-    const int64_t step = static_cast<int64_t>(kGroup) * a.bias_stride[3];
-    int64_t at = row.bias + tid * a.bias_stride[3];
+    const int64_t st = a.bias_stride[3], step = static_cast<int64_t>(kGroup) * kWidth * st;
+    int64_t at = row.bias + static_cast<int64_t>(tid) * kWidth * st;
 #pragma unroll
-    for (int t = 0; t < kPer; ++t, at += step)
-      if (t * kGroup + tid < keys) x[t] = bias_at(a.bias, a.bias_dtype, at, x[t]);
+    for (int t = 0; t < kLoads; ++t, at += step)
+#pragma unroll
+      for (int e = 0; e < kWidth; ++e)
+        if ((t * kGroup + tid) * kWidth + e < keys)
+          x[t * kWidth + e] = bias_at(a.bias, a.bias_dtype, at + e * st, x[t * kWidth + e]);
   }
   float top = -INFINITY;
 #pragma unroll
@@ -150,9 +179,18 @@ __device__ __forceinline__ void cached_row(const SoftmaxArgs& a, const Row& row,
   }
   sum = Group<kGroup>::sum(sum, red);
   const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
+  if constexpr (kVector) {
+    float4* s = reinterpret_cast<float4*>(row.s) + tid;
 #pragma unroll
-  for (int t = 0; t < kPer; ++t)
-    if (t * kGroup + tid < n) s[t * kGroup] = x[t] * inv;
+    for (int t = 0; t < kLoads; ++t)
+      if ((t * kGroup + tid) * 4 < n)
+        s[t * kGroup] = make_float4(x[4 * t] * inv, x[4 * t + 1] * inv, x[4 * t + 2] * inv, x[4 * t + 3] * inv);
+  } else {
+    float* s = row.s + tid;
+#pragma unroll
+    for (int t = 0; t < kLoads; ++t)
+      if (t * kGroup + tid < n) s[t * kGroup] = x[t] * inv;
+  }
   store_lse(a, row, top, sum, tid, kGroup);
 }
 
@@ -207,8 +245,8 @@ cudaError_t launch_softmax(const SoftmaxArgs& a, cudaStream_t stream) {
   return cudaGetLastError();
 }
 
-// The variant for the row length: registers for up to 8192 keys, two
-// passes beyond.
+// The variant for the row length (the chunk's keys): registers for up to
+// 8192 keys, two passes beyond.
 cudaError_t softmax(const SoftmaxArgs& a, cudaStream_t stream) {
   const int64_t n = a.kv_len;
   if (n <= 32) return launch_softmax<32, 1>(a, stream);
@@ -251,6 +289,7 @@ cublas_plan::Shape shape_of(const Problem& p) {
   s.kv_len = p.kv_len;
   s.head_dim = p.head_dim;
   s.value_dim = p.value_dim;
+  s.causal = p.causal;
   for (int d = 0; d < 4; ++d) {
     s.q_stride[d] = p.q_stride[d];
     s.k_stride[d] = p.k_stride[d];
@@ -274,6 +313,20 @@ int64_t workspace_bound() {
     return static_cast<int64_t>(mib) << 20;
   }();
   return bound;
+}
+
+// AOTIRT_ATTENTION_CAUSAL_CHUNKS (read once): the number of chunks a causal
+// problem's query rows go in, for measuring the schedule; 0 (unset, or not
+// a positive whole number): cublas_plan::schedule_rows's model decides.
+int64_t forced_causal_chunks() {
+  static const int64_t chunks = [] {
+    const char* text = std::getenv("AOTIRT_ATTENTION_CAUSAL_CHUNKS");
+    if (!text || !*text) return int64_t{0};
+    char* end = nullptr;
+    const long long n = std::strtoll(text, &end, 10);
+    return *end == '\0' && n > 0 && n <= (1 << 20) ? static_cast<int64_t>(n) : int64_t{0};
+  }();
+  return chunks;
 }
 
 bool debug_log_on() {
@@ -344,13 +397,13 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
                                                         "number of MiB, got '" +
                                         std::getenv("AOTIRT_ATTENTION_WORKSPACE_MIB") + "'");
   const cublas_plan::Shape shape = shape_of(p);
-  const int64_t ld = cublas_plan::scores_ld(shape);
-  const int64_t chunk_rows = cublas_plan::chunk_rows(shape, bound);
+  const int64_t chunk_rows =
+      cublas_plan::schedule_rows(shape, cublas_plan::chunk_rows(shape, bound), forced_causal_chunks());
   const int64_t chunks = (p.q_len + chunk_rows - 1) / chunk_rows;
 
-  // One block: the scores of a chunk, then the pointer arrays (five per
-  // matrix, used by chunks that are not one strided batch).
-  const size_t score_bytes = static_cast<size_t>(chunk_rows * p.batch * p.heads * ld) * sizeof(float);
+  // One block: the scores of the largest chunk, then the pointer arrays
+  // (five per matrix, used by chunks that are not one strided batch).
+  const size_t score_bytes = static_cast<size_t>(cublas_plan::scores_floats(shape, chunk_rows)) * sizeof(float);
   const size_t arrays_at = (score_bytes + 255) / 256 * 256;
   const size_t bytes = arrays_at + static_cast<size_t>(kOperands * p.batch * p.heads) * sizeof(float*);
   StorageRef workspace;
@@ -368,10 +421,8 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
                      scores, static_cast<const float*>(p.out)}};
   SoftmaxArgs soft;
   soft.scores = scores;
-  soft.ld = ld;
   soft.heads = p.heads;
   soft.q_len = p.q_len;
-  soft.kv_len = p.kv_len;
   soft.causal = p.causal != kNotCausal;
   soft.causal_offset = p.causal == kBottomRight ? p.kv_len - p.q_len : 0;
   soft.bias = p.bias;
@@ -392,7 +443,8 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
                         std::to_string(c.count) + " matrices of " + std::to_string(c.m) + " rows" +
                         (c.folded ? " (the query heads of a group folded into the rows)" : "") + ", " +
                         std::to_string(chunks) + (chunks == 1 ? " chunk" : " chunks") + " of " +
-                        std::to_string(chunk_rows) + " query rows";
+                        std::to_string(chunk_rows) + " query rows" +
+                        (p.causal != kNotCausal ? ", each over the keys its last row sees" : "");
       log_path(p, how.c_str());
     }
     if (!c.strided) {
@@ -405,6 +457,8 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
     AOTIRT_TRY(cublas_gemm(*api, handle, c, c.qk, bases, c.qk_x, c.qk_y, kS, static_cast<float>(p.scale), ptrs,
                            "scores = scale * query key^T"));
     soft.row0 = row0;
+    soft.ld = c.ld;
+    soft.kv_len = c.keys;
     soft.chunk_rows = rows;
     soft.rows = p.batch * p.heads * rows;
     const cudaError_t launched = softmax(soft, stream->handle);

@@ -8,7 +8,11 @@
 // S lives in a workspace from the stream-ordered pool ([batch, heads, rows,
 // kv_len] floats). Where it would pass a bound (256 MiB, or
 // AOTIRT_ATTENTION_WORKSPACE_MIB, read once), the query rows go in chunks that
-// reuse it one after the other on the stream.
+// reuse it one after the other on the stream. Under a causal mask a chunk's
+// GEMMs and softmax cover only the keys its last row sees, and the rows go
+// in several chunks where that skips enough of the masked triangle to pay
+// for the launches (cublas_plan::schedule_rows; AOTIRT_ATTENTION_CAUSAL_CHUNKS
+// sets the count, for measuring).
 //
 // Grouped-query heads (kv_heads < heads) share a key/value head among
 // `group` query heads. When the query's and the output's heads of one group
