@@ -1,6 +1,8 @@
 // The bias of a CUDA convolution, added after cuDNN's convolution (as torch's
-// cudnn_convolution path adds it): out[n, c, ...] += bias[c], in float, for
-// any dense or strided out of up to 5 dimensions.
+// cudnn_convolution path adds it, output.add_(bias)): out[n, c, ...] +=
+// bias[c], in float, for any dense or strided out of up to 5 dimensions. A
+// dense out (every convolution output is) takes a memory-bound kernel with
+// 32-bit indices and 4-element loads; others a per-dimension one.
 #pragma once
 
 #include "aotirt/aotirt.h"

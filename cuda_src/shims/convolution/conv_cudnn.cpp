@@ -10,7 +10,8 @@
 // As torch does (Convolution.cpp, cudnn/Conv_v8.cpp):
 //  - the operands go to cuDNN in the backend's memory format
 //    (conv_layout.h): channels-last(-3d) when the input or the weight is,
-//    else contiguous; one that is not already laid out so is copied first;
+//    else contiguous; one that is not already laid out so (or whose data
+//    is not 16-byte aligned, as cudnn-frontend assumes) is copied first;
 //  - the output is laid out as torch's fake tensor was (conv_layout.h);
 //  - float32 may use TF32 (torch.backends.cudnn.allow_tf32 is True by
 //    default): engines with the TENSOR_CORE numerical note are deselected
@@ -23,6 +24,7 @@
 // calls only execute them, with the workspace from the stream-ordered pool.
 // Nothing here waits for the GPU.
 
+#include <cstdint>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -97,6 +99,13 @@ bool packed_as(const View& v, conv_layout::Format format, int64_t* strides) {
     if (v.sizes[d] > 1 && v.strides[d] != strides[d]) return false;
   return true;
 }
+
+// cudnn-frontend tells cuDNN every operand is 16-byte aligned (its
+// Tensor_attributes default, which engines are chosen for; 1.32 refuses to
+// execute with a pointer that is not, older ones hand it to such an engine). Pool memory always
+// is; a view at an odd offset is copied (torch instead keys its plans on
+// each pointer's alignment).
+bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
 // A new tensor of t's sizes and dtype with `strides` (of a view: 4-D for a
 // 3-D t, whose unit dimension 2 is dropped), dense, ordered on `stream`.
@@ -270,19 +279,19 @@ aotirt_status compute(const Tensor* input, const Tensor* weight, const Tensor* b
   const void* w = weight->data();
   void* y = output->data();
   int64_t packed[5];
-  if (!packed_as(s.x, format, packed)) {
+  if (!packed_as(s.x, format, packed) || !aligned(x)) {
     AOTIRT_TRY(scratch(*input, packed, stream, &x_copy));
     AOTIRT_TRY(copy_device_to_device(x_copy, *input, stream.get()));
     x = x_copy.data();
   }
   std::memcpy(s.x.strides, packed, sizeof(packed));
-  if (!packed_as(s.w, format, packed)) {
+  if (!packed_as(s.w, format, packed) || !aligned(w)) {
     AOTIRT_TRY(scratch(*weight, packed, stream, &w_copy));
     AOTIRT_TRY(copy_device_to_device(w_copy, *weight, stream.get()));
     w = w_copy.data();
   }
   std::memcpy(s.w.strides, packed, sizeof(packed));
-  const bool y_packed = packed_as(s.y, format, packed);
+  const bool y_packed = packed_as(s.y, format, packed) && aligned(y);
   if (!y_packed) {
     AOTIRT_TRY(scratch(*output, packed, stream, &y_scratch));
     y = y_scratch.data();
