@@ -46,7 +46,7 @@ def compiled(device):
                         "(set AOTIRT_TORCH_PYTHON, or run make torch-venv)")
         proc = subprocess.run([python, BUILD, "--device", device, "--cache", CACHE, "--jobs", "8"],
                               capture_output=True, text=True, timeout=3000)
-        lines = [l for l in proc.stdout.splitlines() if l.startswith("cache: ")]
+        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("cache: ")]
         if not lines:
             pytest.fail(f"building the {device} models failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
         _roots[device] = lines[-1].split()[1]

@@ -25,8 +25,8 @@ import pytest
 
 import aotirt
 from support.helpers import REPO
-from test_aoti_models import inputs_of, model_folder, output_array, to_float
 from support.waits import count_waits, interposer_library
+from test_aoti_models import inputs_of, model_folder, output_array, to_float
 
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
 from zoo_index import zoo_names  # noqa: E402

@@ -5,7 +5,6 @@ import subprocess
 import sys
 
 import numpy as np
-import pytest
 
 import aotirt
 from support.helpers import assert_one_line_error, cli
@@ -21,7 +20,7 @@ def test_info_says_why_it_sees_no_device():
     proc = subprocess.run([sys.executable, "-m", "aotirt", "info"], capture_output=True, text=True, timeout=300,
                           env=dict(os.environ, CUDA_VISIBLE_DEVICES=""))
     assert proc.returncode == 0, proc.stderr
-    line = next(l for l in proc.stdout.splitlines() if l.startswith("CUDA devices:"))
+    line = next(ln for ln in proc.stdout.splitlines() if ln.startswith("CUDA devices:"))
     assert line.startswith("CUDA devices: 0 (cudaError"), line   # e.g. no NVIDIA driver found, no device
 
 

@@ -231,14 +231,14 @@ def run_batch(cases, folder, cache):
         proc = subprocess.run([sys.executable, os.path.join(SUPPORT, "fuzz_worker.py"), listing], capture_output=True,
                               text=True, timeout=120, env=env)
     except subprocess.TimeoutExpired as e:
-        started = [l for l in (e.stdout or b"").decode(errors="replace").splitlines() if l.startswith("start ")]
+        started = [ln for ln in (e.stdout or b"").decode(errors="replace").splitlines() if ln.startswith("start ")]
         pytest.fail(f"hang: {started[-1][6:] if started else 'before the first case'} (seed {SEED})")
     lines = proc.stdout.splitlines()
     if proc.returncode != 0:
-        started = [l for l in lines if l.startswith("start ")]
+        started = [ln for ln in lines if ln.startswith("start ")]
         pytest.fail(f"crash (exit {proc.returncode}) in case {started[-1][6:] if started else '?'} "
                     f"(seed {SEED}):\n{proc.stderr[-3000:]}")
-    records = [json.loads(l) for l in lines if l.startswith("{")]
+    records = [json.loads(ln) for ln in lines if ln.startswith("{")]
     return records[:-1], records[-1]
 
 

@@ -6,8 +6,9 @@ import ctypes
 import os
 import re
 
-import aotirt
 import numpy as np
+
+import aotirt
 from support.helpers import REPO
 
 LIB = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))

@@ -73,7 +73,7 @@ def test_add_mul_replays_equal_eager_runs(add_mul):
         assert len(g.inputs) == 3 and len(g.outputs) == 1
         # The capture's own launch ran on the example inputs.
         np.testing.assert_array_equal(g.outputs[0].numpy(), add_mul.run(example)[0].numpy())
-        for trial in range(5):
+        for _trial in range(5):
             arrays = [rng.standard_normal((3, 257)).astype(np.float32) for _ in range(3)]
             # Host arrays, device Tensors, and a CPU Tensor (copied host to device by the core).
             inputs = [arrays[0], aotirt.asarray(arrays[1], device=0), aotirt.asarray(arrays[2])]

@@ -13,8 +13,8 @@ import numpy as np
 import pytest
 
 import aotirt
-from test_gpu_handle import cuda_path, handle  # noqa: F401  (fixtures shared with the handle tests)
 from support.helpers import assert_add_mul_close, random_inputs
+from test_gpu_handle import cuda_path, handle  # noqa: F401  (fixtures shared with the handle tests)
 
 pytestmark = pytest.mark.gpu
 

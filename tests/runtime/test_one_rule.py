@@ -46,7 +46,7 @@ def code_lines():
 
 
 def calls(function):
-    pattern = re.compile(r"\b%s\s*\(" % function)
+    pattern = re.compile(rf"\b{function}\s*\(")
     return [(path, n) for path, n, line in code_lines() if pattern.search(line)]
 
 
@@ -56,7 +56,7 @@ def test_stream_synchronize_is_called_once_in_the_copy_routine():
     path, line = sites[0]
     assert path == os.path.join("cuda_src", "runtime", "copy.cu")
     source = open(os.path.join(REPO, path)).read().splitlines()
-    enclosing = [l for l in source[:line] if re.match(r"^\w.*\b\w+\(.*\{\s*$", l)]
+    enclosing = [ln for ln in source[:line] if re.match(r"^\w.*\b\w+\(.*\{\s*$", ln)]
     assert enclosing and "copy_to_host(" in enclosing[-1], enclosing[-1:]
 
 

@@ -5,7 +5,6 @@ models.open). Cases that crashed before run in a subprocess."""
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import zipfile

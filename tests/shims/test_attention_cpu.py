@@ -13,7 +13,7 @@ import pytest
 
 from support import attention_ref as ref
 from support import attention_shims as cuda
-from support.shims import F64, H, I32, P, dense, last_error, layout, out_handles, owned, read, shim, view
+from support.shims import F64, I32, H, P, dense, last_error, layout, out_handles, owned, read, shim, view
 
 SDPA_CPU = shim("aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu",
                 H, H, H, F64, I32, P, P, P, P)

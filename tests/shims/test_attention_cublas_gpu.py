@@ -84,7 +84,7 @@ def assert_close(got, want, what):
     assert np.all(np.isfinite(got)), f"{what}: not finite"
     assert error < LIMIT, f"{what}: relative error {error:.2e}"
     if error > GOAL:
-        warnings.warn(f"{what}: relative error {error:.2e} is above the {GOAL:g} goal")
+        warnings.warn(f"{what}: relative error {error:.2e} is above the {GOAL:g} goal", stacklevel=2)
 
 
 def check(result, want, what, lse=True):

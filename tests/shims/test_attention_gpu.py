@@ -18,8 +18,8 @@ import numpy as np
 import pytest
 
 import aotirt
-from support import attention_ref as ref
 from aotirt._testing import tensor_handle
+from support import attention_ref as ref
 from support.attention_shims import NEW_HANDLE, cudnn, efficient, flash, inputs
 from support.shims import H, Handle, dense, last_error, layout, read, view
 from support.waits import count_waits, interposer_library

@@ -15,7 +15,7 @@ import pytest
 
 from support.conv_ref import channels_last
 from support.conv_ref import conv as reference
-from support.shims import H, I32, I64, P, dense, last_error, layout, owned, read, shim, view
+from support.shims import I32, I64, H, P, dense, last_error, layout, owned, read, shim, view
 
 CONV = shim("aoti_torch_cpu_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
 TOLERANCE = {"float64": 1e-12, "float32": 1e-6, "float16": 1e-2, "bfloat16": 1e-2}

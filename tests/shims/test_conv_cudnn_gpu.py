@@ -25,7 +25,7 @@ import pytest
 import aotirt
 from support import conv_ref
 from support.helpers import run_python
-from support.shims import H, I32, I64, P, dense, last_error, layout, owned, read, shim, view
+from support.shims import I32, I64, H, P, dense, last_error, layout, owned, read, shim, view
 from support.waits import count_waits, interposer_library
 
 pytestmark = pytest.mark.gpu

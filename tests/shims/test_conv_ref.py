@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from support import conv_ref
-from support.shims import H, I32, I64, P, layout, owned, shim, view
+from support.shims import I32, I64, H, P, layout, owned, shim, view
 
 CPU_CONV = shim("aoti_torch_cpu_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
 

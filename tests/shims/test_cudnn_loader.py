@@ -14,7 +14,7 @@ import pytest
 
 import aotirt
 from support.helpers import run_python
-from support.shims import H, I32, I64, P, dense, last_error, shim
+from support.shims import I32, I64, H, P, dense, last_error, shim
 
 CORE = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
 LOAD = """

@@ -13,8 +13,22 @@ import ctypes
 import numpy as np
 import pytest
 
-from support.shims import DTYPES, H, I32, I64, P, dense, from_bf16_bits, last_error, layout, owned, read, shim
-from support.shims import to_bf16_bits, view
+from support.shims import (
+    DTYPES,
+    I32,
+    I64,
+    H,
+    P,
+    dense,
+    from_bf16_bits,
+    last_error,
+    layout,
+    owned,
+    read,
+    shim,
+    to_bf16_bits,
+    view,
+)
 
 CUMSUM = shim("aoti_torch_cpu_cumsum", H, I64, P, P)
 

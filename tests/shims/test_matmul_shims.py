@@ -361,8 +361,9 @@ def test_cublas_named_by_the_environment_is_tried_alone(tmp_path):
 
 def test_a_file_that_is_not_cublas_is_named(tmp_path):
     # libaotirt itself: a loadable library without cuBLAS's entry points.
-    import aotirt
     import os
+
+    import aotirt
 
     core = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
     proc = run_python(_in_tests(LOAD_WITH_ENV), env={"AOTIRT_CUBLAS": core})

@@ -11,8 +11,9 @@ import re
 import shutil
 import subprocess
 
-import aotirt
 import pytest
+
+import aotirt
 from support.helpers import REPO
 
 CORE = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
@@ -81,7 +82,7 @@ def test_each_shim_is_defined_in_its_familys_file_or_folder():
             os.path.join(folder, f) for folder, _, names in os.walk(place) for f in names
             if f.endswith((".cpp", ".cu"))]
         # A definition starts a line (calls are indented) and is followed by its body.
-        definition = re.compile(r"^[A-Za-z].*\b%s\(" % re.escape(name), re.MULTILINE)
+        definition = re.compile(rf"^[A-Za-z].*\b{re.escape(name)}\(", re.MULTILINE)
         assert any(definition.search(open(f).read()) for f in files), (name, family)
 
 

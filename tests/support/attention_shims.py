@@ -3,7 +3,7 @@ takes handles from support.shims and returns what the shim gave back."""
 
 import ctypes
 
-from support.shims import F64, H, I32, I64, P, dense, last_error, out_handles, owned, shim
+from support.shims import F64, I32, I64, H, P, dense, last_error, out_handles, owned, shim
 
 EFFICIENT = shim("aoti_torch_cuda__scaled_dot_product_efficient_attention",
                  H, H, H, P, I32, F64, I32, P, P, P, P, P)

@@ -3,7 +3,19 @@ independently of include/aotirt/dlpack.h: the tests read and build capsules
 with them to check aotirt's side of the ABI."""
 
 import ctypes
-from ctypes import POINTER, Structure, c_char_p, c_int, c_int32, c_int64, c_uint8, c_uint16, c_uint32, c_uint64, c_void_p
+from ctypes import (
+    POINTER,
+    Structure,
+    c_char_p,
+    c_int,
+    c_int32,
+    c_int64,
+    c_uint8,
+    c_uint16,
+    c_uint32,
+    c_uint64,
+    c_void_p,
+)
 
 DELETER = ctypes.CFUNCTYPE(None, c_void_p)  # called with the GIL released
 

@@ -29,7 +29,7 @@ def interposer_library(folder):
 def count_waits(library, body, setup=""):
     program = "\n".join([
         "import ctypes, json",
-        "counter = ctypes.CDLL(%r)" % library,
+        f"counter = ctypes.CDLL({library!r})",
         "counter.waits_count.restype = ctypes.c_long",
         "counter.waits_names.restype = ctypes.c_char_p",
         textwrap.dedent(setup),
@@ -43,5 +43,5 @@ def count_waits(library, body, setup=""):
     env = dict(os.environ, LD_PRELOAD=preload)
     proc = subprocess.run([sys.executable, "-c", program], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    line = [l for l in proc.stdout.splitlines() if l.startswith("WAITS ")][-1]
+    line = [ln for ln in proc.stdout.splitlines() if ln.startswith("WAITS ")][-1]
     return json.loads(line[len("WAITS "):])
