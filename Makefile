@@ -3,6 +3,7 @@
 #
 #   make demo    the main job
 #   make test    the test suite (GPU tests skip without a GPU)
+#   make lint    ruff over the Python, cython-lint over pyx/aotirt (no build needed)
 #   make gpu-check   on a GPU machine: build, tests with GPUs required, benchmark
 
 PYTHON ?= python3
@@ -13,12 +14,12 @@ DEPS := $(VENV)/.deps-installed
 # What BENCHMARKS.md names as the command that produced it.
 BENCH_COMMAND ?= make bench
 
-.PHONY: demo test build asan torch-venv gpu-check bench run-bench bench-cpu run-bench-cpu clean
+.PHONY: demo test lint build asan torch-venv gpu-check bench run-bench bench-cpu run-bench-cpu clean
 
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings
+	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint
 	touch $@
 
 # `pip install -e .` registers the package in the venv, once; after that a
@@ -44,6 +45,14 @@ demo: build
 
 test: build
 	$(PY) -m pytest -q -rs tests
+
+# The configuration is pyproject.toml's ([tool.ruff], [tool.cython-lint]).
+# The tools (and pycodestyle, which cython-lint runs) come from PATH, else
+# from the venv, made first where PATH has none.
+LINT_DEPS := $(if $(and $(shell command -v ruff),$(shell command -v cython-lint),$(shell command -v pycodestyle)),,$(DEPS))
+lint: $(LINT_DEPS)
+	PATH="$$PATH:$(abspath $(VENV))/bin" ruff check
+	PATH="$$PATH:$(abspath $(VENV))/bin" cython-lint pyx/aotirt/*.pyx pyx/aotirt/*.pxd
 
 NVCC ?= $(shell command -v nvcc || echo /usr/local/cuda/bin/nvcc)
 PKG := $(CURDIR)/pyx/aotirt

@@ -46,7 +46,7 @@ def bench_import(sink, modules=("aotirt", "numpy")):
             out = subprocess.run([sys.executable, "-X", "importtime", "-c", f"import {module}"],
                                  capture_output=True, text=True, check=True).stderr
             # The line of the module asked for: its cumulative microseconds.
-            line = [l for l in out.strip().splitlines() if l.split("|")[-1].strip() == module][-1]
+            line = [ln for ln in out.strip().splitlines() if ln.split("|")[-1].strip() == module][-1]
             return int(line.split("|")[1])
         emit({"case": "import", "module": module, "us": median_of(once)}, sink)
 
@@ -134,7 +134,7 @@ def run_anchor(code, sink, label, case="anchor"):
     """Runs one anchor program (bench/anchors.py) in a fresh process; a
     failure is recorded as a row of `case` with a note."""
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600)
-    rows = [l for l in proc.stdout.splitlines() if l.startswith("{")]
+    rows = [ln for ln in proc.stdout.splitlines() if ln.startswith("{")]
     if proc.returncode == 0 and rows:
         emit(json.loads(rows[-1]), sink)
         return

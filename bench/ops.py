@@ -107,7 +107,7 @@ class AotirtWorker:
         import aotirt
 
         sys.path.insert(0, os.path.join(REPO, "tests"))
-        import shims_ctypes as sc
+        from support import shims as sc
 
         self.np, self.aotirt, self.sc = np, aotirt, sc
         self.clock = clock = AotirtClock()

@@ -246,12 +246,14 @@ def main():
         for row in pipeline:
             base = find(rows, case="pipeline", api=row["api"], mode="sync_each")
             ratio = row["tokens_per_s"] / base["tokens_per_s"] if base else None
-            out.append(f"| {row['api']} | {row['mode']} | {row['steps']} | {fmt(row['tokens_per_s'], 0)} | {fmt(ratio)}x |")
+            out.append(f"| {row['api']} | {row['mode']} | {row['steps']} | {fmt(row['tokens_per_s'], 0)} "
+                       f"| {fmt(ratio)}x |")
         out.append("")
         for api in sorted({r["api"] for r in pipeline}):
             graph, shared = (find(rows, case="pipeline", api=api, mode=m) for m in ("graph", "shared"))
             if graph and shared:
-                out.append(f"{api}: graph / shared, tokens per s: {graph['tokens_per_s'] / shared['tokens_per_s']:.2f}x "
+                speedup = graph["tokens_per_s"] / shared["tokens_per_s"]
+                out.append(f"{api}: graph / shared, tokens per s: {speedup:.2f}x "
                            f"({graph['us_per_token']:.2f} against {shared['us_per_token']:.2f} us per step).")
             if graph and graph.get("gpu_us_per_step") is not None:
                 line = (f"{api}: a graph step takes {graph['us_per_token']:.2f} us per token end to end; on the GPU "

@@ -148,6 +148,7 @@ class TorchWorker:
 
     def setup(self, request):
         import numpy as np
+
         import torch_runner
 
         self.teardown(request)

@@ -22,6 +22,6 @@ run() {  # tool, log name, pytest arguments...
 }
 
 # The fault test is left out: it faults on purpose.
-run memcheck memcheck tests/test_gpu_handle.py tests/test_kernels.py tests/test_pipeline_models.py \
-    tests/test_matmul_shims.py -m gpu
-run racecheck racecheck tests/test_kernels.py -m gpu
+run memcheck memcheck tests/runtime/test_gpu_handle.py tests/examples/test_kernels.py tests/examples/test_pipeline_models.py \
+    tests/shims/test_matmul_shims.py -m gpu
+run racecheck racecheck tests/examples/test_kernels.py -m gpu

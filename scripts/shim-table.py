@@ -5,7 +5,7 @@ the one table of them, include/aotirt/shim_table.h.
     python scripts/shim-table.py            # the list, as the README has it
     python scripts/shim-table.py --update   # rewrites that list in README.md
 
-Reads the header as text: no build is needed. tests/test_shim_table.py checks
+Reads the header as text: no build is needed. tests/shims/test_shim_table.py checks
 that the README's list is this output, and that the table is what
 libaotirt.so exports.
 """

@@ -8,8 +8,14 @@ machine with the toolkit) their premise is false, and they are deselected,
 with a line saying so, rather than skipped."""
 
 import os
+import sys
 
 import pytest
+
+# The shared helpers are the package tests/support (`from support.helpers
+# import REPO`): tests/ goes first on sys.path for every test folder, whatever
+# pytest's import mode.
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 REQUIRE_GPU = os.environ.get("AOTIRT_REQUIRE_GPU") == "1"
 

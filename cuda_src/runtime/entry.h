@@ -14,7 +14,7 @@
 // Every entry point opens with one of the two, but for the last-error getters
 // (errors.cpp), whose poll could run an owner's release that calls aotirt and
 // replaces the error being read, and the lookups in constant tables (dtypes,
-// shims), which touch no object. tests/test_entry_guard.py checks it.
+// shims), which touch no object. tests/runtime/test_entry_guard.py checks it.
 #pragma once
 
 #include "runtime/tensor.h"

@@ -322,7 +322,7 @@ def main():
                 with open(os.path.join(args.cache, f"{name}.{args.device}.runner.log"), "w") as f:
                     f.write(output)
                 lines = output.strip().splitlines() or [""]
-                last = next((l for l in reversed(lines) if l.strip() and not l.startswith(" ")), lines[-1])
+                last = next((ln for ln in reversed(lines) if ln.strip() and not ln.startswith(" ")), lines[-1])
                 why = "timed out" if rc is None else f"exit status {rc}"
                 meta["torch_runner"] = f"failed ({why}): {last[:300]}"
         _drop_sources(os.path.join(folder, "model.pt2"))

@@ -1,6 +1,6 @@
 // How float32 attention maps onto cuBLAS batched GEMMs (sdpa_cublas.cu):
 // pure index arithmetic, kept apart from the CUDA calls so that a host-only
-// test (tests/sdpa_cublas_plan_check.cpp) runs every case through an
+// test (tests/shims/sdpa_cublas_plan_check.cpp) runs every case through an
 // emulated cuBLAS without a GPU, as gemm_layout.h is checked.
 //
 // The scores of one chunk of query rows are a contiguous [batch, heads,

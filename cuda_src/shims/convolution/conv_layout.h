@@ -1,7 +1,7 @@
 // aten.convolution's output sizes and strides, as torch computes them, for
 // the CPU and CUDA convolution shims: pure arithmetic on shapes (no tensors,
 // no CUDA, no aotirt errors), checked on the host by
-// tests/conv_layout_check.cpp.
+// tests/shims/conv_layout_check.cpp.
 //
 // The generated code of a model indexes a convolution's output with the
 // strides torch's fake tensor had at compile time, so these must be torch's

@@ -1,6 +1,6 @@
 // How a row-major GEMM on strided views maps onto cuBLAS's column-major one:
 // pure index arithmetic, kept apart from the CUDA calls so that a host-only
-// test (tests/gemm_layout_check.cpp) can run every case against a reference
+// test (tests/shims/gemm_layout_check.cpp) can run every case against a reference
 // without a GPU.
 //
 // cuBLAS computes C = op(X) op(Y) on column-major matrices, op being N (as

@@ -1,0 +1,165 @@
+"""cuDNN is opened on first use, never at import (cuda_src/shims/libs/cudnn.cpp):
+where it is looked for, what a failure says, the TF32 switch, and the CUDA
+convolution's checks that run before any GPU work. No GPU needed: every
+process that loads or fails to load runs in a subprocess, since a load, or a
+failure, is final for the process."""
+
+import ctypes
+import glob
+import os
+import subprocess
+import sys
+
+import pytest
+
+import aotirt
+from support.helpers import run_python
+from support.shims import I32, I64, H, P, dense, last_error, shim
+
+CORE = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
+LOAD = """
+import aotirt
+from aotirt._handle import load_optional_library
+try:
+    print("OK " + load_optional_library({name!r}))
+except aotirt.AotiError as e:
+    print("ERROR " + str(e))
+"""
+
+
+def load_in_subprocess(name="cudnn", env=None):
+    proc = run_python(LOAD.format(name=name), env=env)
+    assert proc.returncode == 0, proc.stderr
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def wheel_copy():
+    """The nvidia-cudnn wheel's libcudnn.so.9 on sys.path, if one is installed."""
+    for site in sys.path:
+        path = os.path.join(site, "nvidia", "cudnn", "lib", "libcudnn.so.9")
+        if site and os.path.isfile(path):
+            return os.path.realpath(path)
+    return None
+
+
+def test_import_and_a_model_run_leave_cudnn_unloaded():
+    proc = run_python(
+        "import aotirt, numpy as np\n"
+        "h = aotirt.AotiHandle(aotirt.models.path('add_mul', 'cpu'))\n"
+        "x = np.ones(8, np.float32)\n"
+        "assert (h.run([x, x, x])[0].numpy() == 2).all()\n"
+        "print('libcudnn' in open('/proc/self/maps').read())\n")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"
+
+
+def test_the_file_named_by_aotirt_cudnn_is_tried_alone(tmp_path):
+    missing = str(tmp_path / "nowhere" / "libcudnn.so.9")
+    line = load_in_subprocess(env={"AOTIRT_CUDNN": missing})
+    assert line.startswith("ERROR aotirt_load_optional_library: cuDNN could not be loaded from "
+                           f"AOTIRT_CUDNN={missing} (")
+    assert "No such file" in line and "pip install nvidia-cudnn-cu13" in line and "libcudnn.so.9" in line
+
+
+def test_the_c_api_reports_the_failure(tmp_path):
+    code = (f"import ctypes, os\n"
+            f"lib = ctypes.CDLL({CORE!r})\n"
+            "lib.aotirt_last_error_message.restype = ctypes.c_char_p\n"
+            "path = ctypes.c_char_p()\n"
+            "print(lib.aotirt_load_optional_library(b'cudnn', ctypes.byref(path)))\n"
+            "print(lib.aotirt_last_error_message().decode())\n")
+    proc = run_python(code, env={"AOTIRT_CUDNN": "/nonexistent"})
+    status, message = proc.stdout.splitlines()[:2]
+    assert status == "2"  # AOTIRT_ERROR_AOTI
+    assert "AOTIRT_CUDNN=/nonexistent" in message and "pip install nvidia-cudnn-cu13" in message
+
+
+def test_a_file_that_is_not_cudnn_is_named():
+    line = load_in_subprocess(env={"AOTIRT_CUDNN": CORE})
+    assert f"{CORE}: has no cudnnGetVersion (not a cuDNN library)" in line
+
+
+def _fake_cudnn(tmp_path, version):
+    source = tmp_path / "fake_cudnn.c"
+    source.write_text(
+        "#include <stddef.h>\n"
+        f"size_t cudnnGetVersion(void) {{ return {version}; }}\n"
+        "int cudnnCreate(void** h) { *h = 0; return 0; }\n"
+        "int cudnnSetStream(void* h, void* s) { return 0; }\n"
+        "const char* cudnnGetErrorString(int s) { return \"CUDNN_STATUS_FAKE\"; }\n")
+    library = str(tmp_path / f"libfake_cudnn_{version}.so")
+    subprocess.run(["cc", "-shared", "-fPIC", str(source), "-o", library], check=True)
+    return library
+
+
+def test_cudnn_8_is_refused_with_its_version(tmp_path):
+    line = load_in_subprocess(env={"AOTIRT_CUDNN": _fake_cudnn(tmp_path, 8907)})
+    assert "is cuDNN 8.9.7; aotirt needs cuDNN 9.0 or newer" in line
+
+
+def test_a_library_with_the_entry_points_loads_and_is_reported(tmp_path):
+    library = _fake_cudnn(tmp_path, 91000)
+    assert load_in_subprocess(env={"AOTIRT_CUDNN": library}) == f"OK {os.path.realpath(library)}"
+
+
+def test_the_pip_wheel_copy_is_found_through_sys_path():
+    wheel = wheel_copy()
+    if wheel is None:
+        pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
+    env = {"AOTIRT_CUDNN": ""}  # unset: the search
+    assert load_in_subprocess(env=env) == f"OK {wheel}"
+
+
+def test_unknown_library_names_are_refused():
+    from aotirt._handle import load_optional_library
+
+    with pytest.raises(ValueError, match='unknown library "cufft" \\(cublas or cudnn\\)'):
+        load_optional_library("cufft")
+
+
+def test_info_names_the_optional_libraries():
+    proc = subprocess.run([sys.executable, "-m", "aotirt", "info"], check=False, capture_output=True, text=True,
+                          timeout=120, env=dict(os.environ, AOTIRT_CUDNN="/nonexistent"))
+    assert proc.returncode == 0, proc.stderr
+    assert "cuBLAS: " in proc.stdout
+    assert "cuDNN: not loadable (aotirt_load_optional_library: cuDNN could not be loaded from " \
+           "AOTIRT_CUDNN=/nonexistent" in proc.stdout
+
+
+def test_tf32_switch():
+    code = (f"import ctypes, aotirt\n"
+            f"lib = ctypes.CDLL({CORE!r})\n"
+            "first = lib.aotirt_cudnn_allow_tf32()\n"
+            "aotirt.set_cudnn_allow_tf32(not first)\n"
+            "print(first, lib.aotirt_cudnn_allow_tf32())\n")
+    default = run_python(code)
+    assert default.returncode == 0, default.stderr
+    assert default.stdout.split() == ["1", "0"]  # torch's default: TF32 allowed for convolutions
+    for value in ("0", "false", "OFF"):
+        assert run_python(code, env={"AOTIRT_CUDNN_ALLOW_TF32": value}).stdout.split() == ["0", "1"]
+    assert run_python(code, env={"AOTIRT_CUDNN_ALLOW_TF32": "1"}).stdout.split() == ["1", "0"]
+
+
+CUDA_CONV = shim("aoti_torch_cuda_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
+
+
+def test_the_cuda_convolution_checks_its_operands_first():
+    import numpy as np
+
+    x, _ = dense(np.zeros((1, 2, 4, 4), np.float32))
+    w, _ = dense(np.zeros((3, 2, 3, 3), np.float32))
+    one = (I64 * 1)(1)
+    zero = (I64 * 1)(0)
+    out = H()
+    status = CUDA_CONV(x.ptr, w.ptr, None, one, 1, zero, 1, one, 1, 0, zero, 1, 1, ctypes.byref(out))
+    assert status != 0 and not out
+    assert last_error() == "aoti_torch_cuda_convolution: input must be a CUDA tensor on cuda:0, got a CPU tensor"
+    assert CUDA_CONV(None, w.ptr, None, one, 1, zero, 1, one, 1, 0, zero, 1, 1, ctypes.byref(out)) != 0
+    assert "NULL" in last_error()
+
+
+def test_no_cudnn_library_is_linked():
+    # Loaded with dlopen on first use only: libaotirt.so does not need it.
+    needed = subprocess.run(["readelf", "-d", CORE], check=True, capture_output=True, text=True).stdout
+    assert "libcudnn" not in needed and "libnvrtc" not in needed
+    assert not glob.glob(os.path.join(os.path.dirname(CORE), "libcudnn*"))
