@@ -19,7 +19,13 @@ BENCH_COMMAND ?= make bench
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint
+	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint safetensors
+	# The headers the cuDNN shims are built with (cuDNN itself is opened at run
+	# time only, when a model first needs it): cudnn.h, cudnn_frontend.h and
+	# the nvrtc.h the frontend includes. The frontend's Python part is not
+	# used, so none of its dependencies are installed.
+	$(PY) -m pip install --quiet nvidia-cudnn-cu13 nvidia-cuda-nvrtc
+	$(PY) -m pip install --quiet --no-deps nvidia-cudnn-frontend
 	touch $@
 
 # `pip install -e .` registers the package in the venv, once; after that a
