@@ -19,7 +19,7 @@ BENCH_COMMAND ?= make bench
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint safetensors
+	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint
 	# The headers the cuDNN shims are built with (cuDNN itself is opened at run
 	# time only, when a model first needs it): cudnn.h, cudnn_frontend.h and
 	# the nvrtc.h the frontend includes. The frontend's Python part is not
