@@ -312,7 +312,36 @@ void aotirt_handle::inspect_weights() {
         facts.ignores_blob = "its weights are compiled into the library, loaded when it opens";
     }
   }
-  if (api_.constants_blob_size && facts.ignores_blob.empty()) {
+  // Libraries of torch < 2.12 export no ExtractConstantsMapEntries (nor
+  // AOTInductorGetLastError), and their GetConstantsBlobSize prints an error
+  // for weights compiled in. What they do export is the constants section
+  // torch embeds, _binary_constants_bin_start/_end: the weights themselves
+  // (compiled in), 16 bytes (mmap'd from the library file itself) or exactly
+  // 8 bytes, the blob's size, when the weights are written beside the library
+  // (package_constants_on_disk_format="binary_blob"): then its constants stay
+  // missing until a blob is loaded, and a run before dereferences them.
+  bool ask_blob_size = true;
+  if (!api_.extract_constants && api_.num_constants && facts.ignores_blob.empty()) {
+    const auto* start = static_cast<const uint8_t*>(dlsym(library_, "_binary_constants_bin_start"));
+    const auto* end = static_cast<const uint8_t*>(dlsym(library_, "_binary_constants_bin_end"));
+    if (facts.constants == 0) {
+      facts.ignores_blob = "it has no constants";
+    } else if (start && end && end >= start) {
+      uint64_t placeholder = 0;
+      if (end - start == 8) std::memcpy(&placeholder, start, 8);
+      // The placeholder holds the blob's size, at least the constants' bytes:
+      // compiled-in weights of exactly 8 bytes hold anything else.
+      if (end - start == 8 && (!data_sizes_known || placeholder >= data_bytes)) {
+        facts.missing = true;
+      } else {
+        ask_blob_size = false;
+        facts.ignores_blob = end - start == 16 ? "its weights are mapped from the library file itself, loaded when "
+                                                 "it opens"
+                                               : "its weights are compiled into the library, loaded when it opens";
+      }
+    }
+  }
+  if (api_.constants_blob_size && facts.ignores_blob.empty() && ask_blob_size) {
     uint64_t bytes = 0;
     if (api_.constants_blob_size(container_, &bytes) == 0) {
       facts.size = WeightsFacts::Size::Exact;
@@ -444,8 +473,25 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
         input_check_failure(model_message, inputs, num_inputs, [this](size_t i) { return input_name(i); },
                             &message, &kind))
       return fail(kind, path_ + ": " + message);
-    return model_failure(api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
-                                                  : "AOTInductorModelContainerRun");
+    const char* call = api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
+                                                : "AOTInductorModelContainerRun";
+    // torch < 2.12: no AOTInductorGetLastError, the reason went to stderr
+    // only. A run that failed before taking any of its inputs failed in its
+    // generated input checks (or, at a first run, its constant folding).
+    if (!api_.last_error && num_inputs > 0 && untaken.size() == num_inputs && !*aotirt_last_error_message()) {
+      std::string given;
+      for (size_t i = 0; i < num_inputs; ++i) {
+        const char* input_name_i = input_name(i);
+        given += (i ? "; input " : "input ") + std::to_string(i) +
+                 (input_name_i ? std::string(" (") + input_name_i + ")" : "") + " is " + describe(*inputs[i]);
+      }
+      return fail(AOTIRT_ERROR_AOTI,
+                  path_ + ": " + call + " refused its inputs before taking them: the library's own input check "
+                  "(what the model was compiled for) failed; this library (torch < 2.12) has no "
+                  "AOTInductorGetLastError, so its reason (\"input_handles[<i>]: ...\") was printed to stderr "
+                  "only; " + given);
+    }
+    return model_failure(call);
   }
   for (size_t i = 0; i < num_outputs; ++i) adopt_output(*outputs[i]);
   return AOTIRT_OK;
