@@ -16,6 +16,10 @@ import pytest
 # import REPO`): tests/ goes first on sys.path for every test folder, whatever
 # pytest's import mode.
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+# Tests of other folders use the real models that tests/aoti compiles
+# (`from test_aoti_models import model_folder`): that folder too, so that
+# they import whichever folder pytest collects first.
+sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "aoti"))
 
 REQUIRE_GPU = os.environ.get("AOTIRT_REQUIRE_GPU") == "1"
 

@@ -21,9 +21,7 @@ import numpy as np
 import pytest
 
 import aotirt
-from support.helpers import REPO, run_python
-
-sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
+from support.helpers import run_python
 from test_aoti_models import model_folder  # noqa: E402
 
 
