@@ -106,6 +106,11 @@ def test_the_pip_wheel_copy_is_found_through_sys_path():
     wheel = wheel_copy()
     if wheel is None:
         pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
+    if os.environ.get("AOTIRT_SANITIZED") == "1":
+        # Seen in make asan: cuDNN's own libcudnn.so.9 aborts the process
+        # ("Invalid handle. Cannot load symbol cudnnGetVersion") when its
+        # dlopen of its sub-libraries fails under AddressSanitizer.
+        pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
     env = {"AOTIRT_CUDNN": ""}  # unset: the search
     assert load_in_subprocess(env=env) == f"OK {wheel}"
 
