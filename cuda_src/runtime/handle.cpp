@@ -7,7 +7,6 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
 #include <new>
 #include <string_view>
 #include <unordered_set>
@@ -105,67 +104,6 @@ aotirt_status private_copy(const Tensor& input, Stream* on, Tensor** out) {
   return AOTIRT_OK;
 }
 
-// torch's generated libraries check each input against what they were
-// compiled for (dtype, every static size, the bounds of dynamic sizes, the
-// strides, the device) before they take it, when AOTI_RUNTIME_CHECK_INPUTS
-// is set (read once, at a library's first run). aotirt sets it before the
-// first library opens, unless the user set it (AOTI_RUNTIME_CHECK_INPUTS=0
-// turns the checks off). Nothing else a library exports records its inputs;
-// a first run's shapes are no rule for a model with dynamic sizes.
-void enable_generated_input_checks() {
-  static std::once_flag once;
-  std::call_once(once, [] { setenv("AOTI_RUNTIME_CHECK_INPUTS", "1", /*overwrite=*/0); });
-}
-
-std::string describe(const Tensor& t) {
-  std::string shape = "[";
-  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
-  std::string strides = "[";
-  for (int64_t d = 0; d < t.ndim; ++d) strides += (d ? ", " : "") + std::to_string(t.strides[d]);
-  return std::string(dtype_name(t.dtype)) + " " + shape + "] (strides " + strides + "]) on " +
-         (t.storage->device_type == AOTIRT_DEVICE_CPU ? std::string("cpu")
-                                                       : "cuda:" + std::to_string(t.storage->device_index));
-}
-
-// A failure of those checks reads "input_handles[<i>]: <what>", with dtypes
-// as c10 codes: said again naming the input, with what it is.
-bool input_check_failure(const std::string& reason, Tensor* const* inputs, size_t n,
-                         const std::function<const char*(size_t)>& name, std::string* message,
-                         aotirt_status* kind) {
-  static const std::string prefix = "input_handles[";
-  if (reason.compare(0, prefix.size(), prefix) != 0) return false;
-  size_t close = reason.find("]: ", prefix.size());
-  if (close == std::string::npos) return false;
-  size_t index = 0;
-  for (size_t k = prefix.size(); k < close; ++k) {
-    if (reason[k] < '0' || reason[k] > '9') return false;
-    index = index * 10 + static_cast<size_t>(reason[k] - '0');
-    if (index >= n) return false;
-  }
-  std::string what = reason.substr(close + 3);
-  while (!what.empty() && (what.back() == '\n' || what.back() == ' ')) what.pop_back();
-  const bool dtype = what.rfind("unmatched dtype", 0) == 0;
-  if (dtype) {
-    // "unmatched dtype, expected: 6(at::kFloat), but got: 7"
-    size_t e = what.find("expected: "), g = what.find("but got: ");
-    if (e != std::string::npos && g != std::string::npos) {
-      int expected = std::atoi(what.c_str() + e + 10), got = std::atoi(what.c_str() + g + 9);
-      what = std::string("unmatched dtype: the model takes ") + dtype_name(expected) + ", got " + dtype_name(got);
-    }
-  }
-  // A size or stride checked past the input's last dimension: its rank is off
-  // (the check reads sizes the input does not have).
-  size_t at = what.find(" at ");
-  if (!dtype && at != std::string::npos && std::atoi(what.c_str() + at + 4) >= inputs[index]->ndim)
-    what = "it has " + std::to_string(inputs[index]->ndim) + " dimension(s), fewer than the model's (" + what + ")";
-  const char* input_name = name(index);
-  *message = "input " + std::to_string(index) + (input_name ? std::string(" (") + input_name + ")" : "") +
-             " does not match what the model was compiled for: " + what + "; the input is " +
-             describe(*inputs[index]) + " (the library's own input check)";
-  *kind = dtype ? AOTIRT_ERROR_TYPE : AOTIRT_ERROR_VALUE;
-  return true;
-}
-
 std::string directory_of(const std::string& path) {
   size_t slash = path.find_last_of('/');
   return slash == std::string::npos ? "." : path.substr(0, slash);
@@ -228,7 +166,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   }
   if (api_.num_inputs(container_, &num_inputs_) != 0) return model_failure("AOTInductorModelContainerGetNumInputs");
   if (api_.num_outputs(container_, &num_outputs_) != 0) return model_failure("AOTInductorModelContainerGetNumOutputs");
-  inspect_weights();
+  weights_ = inspect_weights(api_, library_, container_);
   const char* name = nullptr;
   if (api_.input_name)
     for (size_t i = 0; i < num_inputs_; ++i)
@@ -274,93 +212,6 @@ aotirt_status aotirt_handle::resolve_symbols() {
   return AOTIRT_OK;
 }
 
-void aotirt_handle::inspect_weights() {
-  WeightsFacts facts;
-  // The constants a blob would hold: all but those constant folding makes.
-  size_t count = 0;
-  uint64_t data_bytes = 0;
-  bool data_sizes_known = api_.num_constants && api_.constant_data_size;
-  if (api_.num_constants && api_.num_constants(container_, &count) == 0) {
-    for (size_t i = 0; i < count; ++i) {
-      bool folded = false;
-      if (api_.constant_from_folded && api_.constant_from_folded(container_, i, &folded) == 0 && folded) continue;
-      ++facts.constants;
-      size_t bytes = 0;
-      if (data_sizes_known && api_.constant_data_size(container_, i, &bytes) == 0)
-        data_bytes += bytes;
-      else
-        data_sizes_known = false;
-    }
-  } else {
-    data_sizes_known = false;
-  }
-  // Loaded already, or still to load? Only the container's constant map says
-  // (torch's libraries export it). Asked first: GetConstantsBlobSize throws
-  // for weights compiled into the library, and torch prints every exception
-  // it turns into an error code.
-  const AOTInductorConstantMapEntry* entries = nullptr;
-  size_t loaded = 0;
-  if (api_.extract_constants && api_.num_constants && facts.ignores_blob.empty()) {
-    if (facts.constants == 0) {
-      facts.ignores_blob = "it has no constants";
-    } else if (api_.extract_constants(container_, &entries, &loaded, false) == 0) {
-      if (loaded < facts.constants)
-        facts.missing = true;
-      else
-        // Compiled in, or mapped from the library file itself (mmap'd weights):
-        // torch's UpdateConstantsFromBlob then reads nothing.
-        facts.ignores_blob = "its weights are compiled into the library, loaded when it opens";
-    }
-  }
-  // Libraries of torch < 2.12 export no ExtractConstantsMapEntries (nor
-  // AOTInductorGetLastError), and their GetConstantsBlobSize prints an error
-  // for weights compiled in. What they do export is the constants section
-  // torch embeds, _binary_constants_bin_start/_end: the weights themselves
-  // (compiled in), 16 bytes (mmap'd from the library file itself) or exactly
-  // 8 bytes, the blob's size, when the weights are written beside the library
-  // (package_constants_on_disk_format="binary_blob"): then its constants stay
-  // missing until a blob is loaded, and a run before dereferences them.
-  bool ask_blob_size = true;
-  if (!api_.extract_constants && api_.num_constants && facts.ignores_blob.empty()) {
-    const auto* start = static_cast<const uint8_t*>(dlsym(library_, "_binary_constants_bin_start"));
-    const auto* end = static_cast<const uint8_t*>(dlsym(library_, "_binary_constants_bin_end"));
-    if (facts.constants == 0) {
-      facts.ignores_blob = "it has no constants";
-    } else if (start && end && end >= start) {
-      uint64_t placeholder = 0;
-      if (end - start == 8) std::memcpy(&placeholder, start, 8);
-      // The placeholder holds the blob's size, at least the constants' bytes:
-      // compiled-in weights of exactly 8 bytes hold anything else.
-      if (end - start == 8 && (!data_sizes_known || placeholder >= data_bytes)) {
-        facts.missing = true;
-      } else {
-        ask_blob_size = false;
-        facts.ignores_blob = end - start == 16 ? "its weights are mapped from the library file itself, loaded when "
-                                                 "it opens"
-                                               : "its weights are compiled into the library, loaded when it opens";
-      }
-    }
-  }
-  if (api_.constants_blob_size && facts.ignores_blob.empty() && ask_blob_size) {
-    uint64_t bytes = 0;
-    if (api_.constants_blob_size(container_, &bytes) == 0) {
-      facts.size = WeightsFacts::Size::Exact;
-      facts.bytes = bytes;
-    } else {
-      const char* why = nullptr;
-      std::string reason = api_.last_error && api_.last_error(&why) == 0 && why && *why ? why : "no reason given";
-      facts.ignores_blob = "its weights are compiled into the library (AOTInductorModelContainerGetConstantsBlobSize "
-                           "says: " + reason + ")";
-    }
-  }
-  if (facts.size == WeightsFacts::Size::Unknown && facts.ignores_blob.empty() && data_sizes_known) {
-    facts.size = WeightsFacts::Size::AtLeast;
-    facts.bytes = data_bytes;
-  }
-  clear_error();
-  weights_ = facts;
-}
-
 aotirt_status aotirt_handle::constants_blob_size(uint64_t* bytes, bool* exact) const {
   if (weights_.size == WeightsFacts::Size::Unknown)
     return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is" +
@@ -398,12 +249,7 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   if (num_outputs != num_outputs_)
     return fail(AOTIRT_ERROR_VALUE, "the model returns " + std::to_string(num_outputs_) +
                                         " outputs, room was given for " + std::to_string(num_outputs));
-  if (weights_.missing)
-    return fail(AOTIRT_ERROR_AOTI, path_ + ": weights not loaded: its " + std::to_string(weights_.constants) +
-                                       " constants are kept in a separate weights blob (" +
-                                       std::to_string(weights_.bytes) +
-                                       " bytes, the *_weights.blob of its .pt2 package): load it with "
-                                       "update_constants_from_blob, or open the package with aotirt.load");
+  if (weights_.missing) return weights_missing(weights_, path_);
 
   // The model steals (deletes) its input handles, so it gets fresh aliases
   // and the caller's tensors stay valid.
@@ -470,27 +316,15 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
     std::string message;
     aotirt_status kind = AOTIRT_OK;
     if (api_.last_error && api_.last_error(&model_message) == 0 && model_message &&
-        input_check_failure(model_message, inputs, num_inputs, [this](size_t i) { return input_name(i); },
-                            &message, &kind))
+        input_check_failure(model_message, inputs, num_inputs, input_names_, &message, &kind))
       return fail(kind, path_ + ": " + message);
     const char* call = api_.run_single_threaded ? "AOTInductorModelContainerRunSingleThreaded"
                                                 : "AOTInductorModelContainerRun";
     // torch < 2.12: no AOTInductorGetLastError, the reason went to stderr
     // only. A run that failed before taking any of its inputs failed in its
     // generated input checks (or, at a first run, its constant folding).
-    if (!api_.last_error && num_inputs > 0 && untaken.size() == num_inputs && !*aotirt_last_error_message()) {
-      std::string given;
-      for (size_t i = 0; i < num_inputs; ++i) {
-        const char* input_name_i = input_name(i);
-        given += (i ? "; input " : "input ") + std::to_string(i) +
-                 (input_name_i ? std::string(" (") + input_name_i + ")" : "") + " is " + describe(*inputs[i]);
-      }
-      return fail(AOTIRT_ERROR_AOTI,
-                  path_ + ": " + call + " refused its inputs before taking them: the library's own input check "
-                  "(what the model was compiled for) failed; this library (torch < 2.12) has no "
-                  "AOTInductorGetLastError, so its reason (\"input_handles[<i>]: ...\") was printed to stderr "
-                  "only; " + given);
-    }
+    if (!api_.last_error && num_inputs > 0 && untaken.size() == num_inputs && !*aotirt_last_error_message())
+      return fail(AOTIRT_ERROR_AOTI, inputs_refused_silently(path_, call, inputs, num_inputs, input_names_));
     return model_failure(call);
   }
   for (size_t i = 0; i < num_outputs; ++i) adopt_output(*outputs[i]);
@@ -502,34 +336,7 @@ aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob, siz
   if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
   if (!api_.update_constants_from_blob)
     return fail(AOTIRT_ERROR_AOTI, path_ + " does not export AOTInductorModelUpdateConstantsFromBlob");
-  // The library reads as many bytes as it expects, from a bare pointer: a
-  // short blob would be read past its end. Checked here, for every caller.
-  if (!weights_.ignores_blob.empty())
-    return fail(AOTIRT_ERROR_AOTI, path_ + " reads no weights blob: " + weights_.ignores_blob +
-                                       "; AOTInductorModelUpdateConstantsFromBlob would ignore it");
-  const std::string got = std::to_string(nbytes);
-  const std::string want = std::to_string(weights_.bytes);
-  switch (weights_.size) {
-    case WeightsFacts::Size::Exact:
-      if (sized && nbytes != weights_.bytes)
-        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads exactly " + want +
-                                            " (AOTInductorModelContainerGetConstantsBlobSize): a truncated file, "
-                                            "or another model's weights");
-      break;
-    case WeightsFacts::Size::AtLeast:
-      if (sized && nbytes < weights_.bytes)
-        return fail(AOTIRT_ERROR_VALUE, "the weights blob has " + got + " bytes, " + path_ + " reads " + want +
-                                            " (the sizes of its " + std::to_string(weights_.constants) +
-                                            " constants): a truncated file, or another model's weights");
-      break;
-    case WeightsFacts::Size::Unknown:
-      if (!sized)
-        return fail(AOTIRT_ERROR_VALUE, path_ + " does not say how large its weights blob is, and the blob came "
-                                                "without a size: nothing could check that the library will not "
-                                                "read past its end (pass the size: "
-                                                "aotirt_handle_update_constants_from_blob_sized)");
-      break;
-  }
+  AOTIRT_TRY(check_weights_blob(weights_, path_, nbytes, sized));
   AOTIRT_TRY(before_run(stream()));
   clear_error();
   AOTIRuntimeError updated = api_.update_constants_from_blob(container_, blob);
@@ -539,7 +346,8 @@ aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob, siz
   if (updated != 0)
     return model_failure("AOTInductorModelUpdateConstantsFromBlob",
                          weights_.size == WeightsFacts::Size::Unknown
-                             ? "(the library does not say how large its weights blob is: the blob's " + got +
+                             ? "(the library does not say how large its weights blob is: the blob's " +
+                                   std::to_string(nbytes) +
                                    " bytes could not be checked)"
                              : "");
   weights_.missing = false;

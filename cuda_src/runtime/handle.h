@@ -13,6 +13,8 @@
 
 #include "aotirt/aoti_abi.h"
 #include "aotirt/aotirt.h"
+#include "runtime/container_api.h"
+#include "runtime/model_checks.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
 
@@ -29,49 +31,6 @@ struct ShimEntry {
 extern const ShimEntry kShims[];
 extern const size_t kNumShims;
 
-// The container entry points of one library. The first five are required.
-struct ContainerApi {
-  AOTInductorModelContainerCreateWithDeviceFunc create = nullptr;
-  AOTInductorModelContainerDeleteFunc destroy = nullptr;
-  AOTInductorModelContainerGetNumInputsFunc num_inputs = nullptr;
-  AOTInductorModelContainerGetNumOutputsFunc num_outputs = nullptr;
-  AOTInductorModelContainerRunFunc run = nullptr;
-  // Optional.
-  AOTInductorModelContainerRunFunc run_single_threaded = nullptr;
-  AOTInductorModelContainerGetInputNameFunc input_name = nullptr;
-  AOTInductorModelContainerGetOutputNameFunc output_name = nullptr;
-  AOTInductorModelContainerGetCallSpecFunc call_spec = nullptr;
-  AOTInductorModelUpdateConstantsFromBlobFunc update_constants_from_blob = nullptr;
-  AOTInductorGetLastErrorFunc last_error = nullptr;
-  // What the library says about its weights (see WeightsFacts).
-  AOTInductorModelContainerGetNumConstantsFunc num_constants = nullptr;
-  AOTInductorModelContainerGetConstantsBlobSizeFunc constants_blob_size = nullptr;
-  AOTInductorModelContainerGetConstantDataSizeFunc constant_data_size = nullptr;
-  AOTInductorModelContainerGetConstantFromFoldedFunc constant_from_folded = nullptr;
-  AOTInductorModelContainerExtractConstantsMapEntriesFunc extract_constants = nullptr;
-};
-
-// What a library says, once its container exists, about the weights blob it
-// reads in AOTInductorModelUpdateConstantsFromBlob (whose C signature carries
-// no size, so the blob is checked against this before the call).
-struct WeightsFacts {
-  enum class Size {
-    Unknown,   // nothing said: a sized blob goes through unchecked, an unsized one is refused
-    Exact,     // GetConstantsBlobSize: the blob is exactly `bytes`
-    AtLeast,   // the sum of GetConstantDataSize over the non-folded constants: it reads that much
-  };
-  Size size = Size::Unknown;
-  uint64_t bytes = 0;
-  // Why the library reads no blob at all (torch compiles the weights into the
-  // library unless they are written beside it: then its GetConstantsBlobSize
-  // fails, and UpdateConstantsFromBlob does nothing); empty when it reads one.
-  std::string ignores_blob;
-  // A run needs weights that are not loaded yet (torch: weights kept in a
-  // separate blob, its constants missing until the blob is loaded; a run
-  // without them dereferences null constants).
-  bool missing = false;
-  size_t constants = 0;  // non-folded constants, for messages
-};
 
 }  // namespace aotirt
 
@@ -128,7 +87,6 @@ struct aotirt_handle {
 
  private:
   aotirt_status resolve_symbols();
-  void inspect_weights();
   aotirt_status model_failure(const char* call, const std::string& detail = "");
   static const char* name_at(const std::vector<std::string>& names, size_t i) {
     return i < names.size() && !names[i].empty() ? names[i].c_str() : nullptr;
