@@ -272,6 +272,27 @@ void hand_out(int64_t value, int64_t* ret) {
   if (ret) *ret = value;
 }
 
+// The nine returns of the flash and efficient attention shims, in torch's
+// order: output, logsumexp, the two cumulative sequence lengths (None unless
+// asked for), the two maximum lengths, the generator state (two tensors) and
+// the debug mask.
+struct NineReturns {
+  OwnedTensor out, lse, cum_q, cum_k, rng0, rng1, debug;
+  void hand_out_all(const Problem& p, AtenTensorHandle* ret0, AtenTensorHandle* ret1, AtenTensorHandle* ret2,
+                    AtenTensorHandle* ret3, int64_t* ret4, int64_t* ret5, AtenTensorHandle* ret6,
+                    AtenTensorHandle* ret7, AtenTensorHandle* ret8) {
+    hand_out(out, ret0);
+    hand_out(lse, ret1);
+    hand_out(cum_q, ret2);
+    hand_out(cum_k, ret3);
+    hand_out(p.q_len, ret4);
+    hand_out(p.kv_len, ret5);
+    hand_out(rng0, ret6);
+    hand_out(rng1, ret7);
+    hand_out(debug, ret8);
+  }
+};
+
 Tensor* optional_tensor(AtenTensorHandle* handle) { return handle ? *handle : nullptr; }
 
 aotirt_status refuse_debug_mask(const char* name, int32_t return_debug_mask) {
@@ -345,29 +366,22 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_cudnn_attention(
     const int64_t sizes[4] = {p.batch, p.heads, p.q_len, p.value_dim};
     int64_t strides[4];
     aotirt::matching_layout_strides(*query, sizes, strides);
-    OwnedTensor out, lse, cum_q, cum_k, seed, offset, debug;
-    AOTIRT_TRY(aotirt::make(4, sizes, strides, query->dtype, *query, &out));
+    aotirt::NineReturns r;
+    AOTIRT_TRY(aotirt::make(4, sizes, strides, query->dtype, *query, &r.out));
     const int64_t lse_sizes[4] = {p.batch, p.heads, p.q_len, 1};  // float32 [B, H, L, 1]
-    AOTIRT_TRY(aotirt::make(4, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &lse));
+    AOTIRT_TRY(aotirt::make(4, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &r.lse));
     // torch's meta returns None for these three: they come only if asked for.
-    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_q));
-    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_k));
-    if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));
-    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &seed));
-    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &offset));
+    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &r.cum_q));
+    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &r.cum_k));
+    if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &r.debug));
+    // The generator's seed and offset, 0-dim.
+    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &r.rng0));
+    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &r.rng1));
     const Tensor* inputs[4] = {query, key, value, bias};
     // The logsumexp tensor exists either way (torch's meta makes it); it is
     // computed only when asked for and wanted.
-    AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, compute_log_sumexp && ret1 ? lse.get() : nullptr));
-    aotirt::hand_out(out, ret0);
-    aotirt::hand_out(lse, ret1);
-    aotirt::hand_out(cum_q, ret2);
-    aotirt::hand_out(cum_k, ret3);
-    aotirt::hand_out(p.q_len, ret4);
-    aotirt::hand_out(p.kv_len, ret5);
-    aotirt::hand_out(seed, ret6);
-    aotirt::hand_out(offset, ret7);
-    aotirt::hand_out(debug, ret8);
+    AOTIRT_TRY(aotirt::compute(p, inputs, 4, *r.out, compute_log_sumexp && ret1 ? r.lse.get() : nullptr));
+    r.hand_out_all(p, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTIRT_OK;
   });
 }
@@ -394,29 +408,22 @@ AOTITorchError aoti_torch_cuda__scaled_dot_product_flash_attention(
     AOTIRT_TRY(device.enter(query->storage->device_index));
     int64_t strides[4];
     aotirt::empty_like_strides(*query, strides);  // out = torch.empty_like(query)
-    OwnedTensor out, lse, cum_q, cum_k, rng_state, unused, debug;
-    AOTIRT_TRY(aotirt::make(4, query->sizes, strides, query->dtype, *query, &out));
+    aotirt::NineReturns r;
+    AOTIRT_TRY(aotirt::make(4, query->sizes, strides, query->dtype, *query, &r.out));
     const int64_t lse_sizes[3] = {p.batch, p.heads, p.q_len};  // float32 [B, H, L]
-    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &lse));
-    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_q));
-    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &cum_k));
+    AOTIRT_TRY(aotirt::make(3, lse_sizes, nullptr, AOTIRT_DTYPE_FLOAT32, *query, &r.lse));
+    if (ret2) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &r.cum_q));
+    if (ret3) AOTIRT_TRY(aotirt::empty_placeholder(AOTIRT_DTYPE_INT32, *query, &r.cum_k));
     // The generator state: uint64 [2] and [] in torch, which has no aotirt
     // dtype; int64 has the same bytes, and nobody reads them without dropout.
     const int64_t two = 2;
-    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(1, &two, &rng_state));
-    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &unused));
-    if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &debug));  // torch.empty(0, dtype=query.dtype)
+    if (ret6) AOTIRT_TRY(aotirt::rng_placeholder(1, &two, &r.rng0));
+    if (ret7) AOTIRT_TRY(aotirt::rng_placeholder(0, nullptr, &r.rng1));
+    // torch.empty(0, dtype=query.dtype)
+    if (ret8) AOTIRT_TRY(aotirt::empty_placeholder(query->dtype, *query, &r.debug));
     const Tensor* inputs[3] = {query, key, value};
-    AOTIRT_TRY(aotirt::compute(p, inputs, 3, *out, ret1 ? lse.get() : nullptr));  // computed when wanted
-    aotirt::hand_out(out, ret0);
-    aotirt::hand_out(lse, ret1);
-    aotirt::hand_out(cum_q, ret2);
-    aotirt::hand_out(cum_k, ret3);
-    aotirt::hand_out(p.q_len, ret4);
-    aotirt::hand_out(p.kv_len, ret5);
-    aotirt::hand_out(rng_state, ret6);
-    aotirt::hand_out(unused, ret7);
-    aotirt::hand_out(debug, ret8);
+    AOTIRT_TRY(aotirt::compute(p, inputs, 3, *r.out, ret1 ? r.lse.get() : nullptr));  // computed when wanted
+    r.hand_out_all(p, ret0, ret1, ret2, ret3, ret4, ret5, ret6, ret7, ret8);
     return AOTIRT_OK;
   });
 }
@@ -444,7 +451,8 @@ AOTITorchError aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu(
     aotirt::contiguous_strides(3, blh, contiguous);
     const int64_t lse_sizes[3] = {p.batch, p.heads, p.q_len};
     const int64_t lse_strides[3] = {contiguous[0], contiguous[2], contiguous[1]};
-    AOTIRT_TRY(aotirt::make(3, lse_sizes, lse_strides, query->dtype == AOTIRT_DTYPE_FLOAT64 ? AOTIRT_DTYPE_FLOAT64 : AOTIRT_DTYPE_FLOAT32, *query, &lse));
+    const int32_t lse_dtype = query->dtype == AOTIRT_DTYPE_FLOAT64 ? AOTIRT_DTYPE_FLOAT64 : AOTIRT_DTYPE_FLOAT32;
+    AOTIRT_TRY(aotirt::make(3, lse_sizes, lse_strides, lse_dtype, *query, &lse));
     const Tensor* inputs[4] = {query, key, value, mask};
     AOTIRT_TRY(aotirt::compute(p, inputs, 4, *out, lse.get()));
     aotirt::hand_out(out, ret0);
