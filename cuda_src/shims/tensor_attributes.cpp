@@ -49,67 +49,34 @@ size_t aoti_torch_dtype_element_size(int32_t dtype) { return aotirt::dtype_items
 int32_t aoti_torch_layout_strided(void) { return 0; }
 int32_t aoti_torch_memory_format_contiguous_format(void) { return 0; }
 
-AOTITorchError aoti_torch_get_data_ptr(AtenTensorHandle tensor, void** ret_data_ptr) {
-  *ret_data_ptr = tensor->data();
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_storage_size(AtenTensorHandle tensor, int64_t* ret_size) {
-  *ret_size = static_cast<int64_t>(tensor->storage->nbytes);
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_dim(AtenTensorHandle tensor, int64_t* ret_dim) {
-  *ret_dim = tensor->ndim;
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_numel(AtenTensorHandle tensor, int64_t* ret_numel) {
-  *ret_numel = tensor->numel();
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_sizes(AtenTensorHandle tensor, int64_t** ret_sizes) {
-  *ret_sizes = tensor->sizes;
-  return AOTI_TORCH_SUCCESS;
-}
+// The field getters: generated code calls them on every run, so each is one
+// read of the tensor, with no checks (the handle is the model's own).
+#define AOTIRT_TENSOR_GETTER(name, type, value)                                                                        \
+  AOTITorchError name(AtenTensorHandle tensor, type* ret) {                                                            \
+    *ret = (value);                                                                                                    \
+    return AOTI_TORCH_SUCCESS;                                                                                         \
+  }
+AOTIRT_TENSOR_GETTER(aoti_torch_get_data_ptr, void*, tensor->data())
+AOTIRT_TENSOR_GETTER(aoti_torch_get_storage_size, int64_t, static_cast<int64_t>(tensor->storage->nbytes))
+AOTIRT_TENSOR_GETTER(aoti_torch_get_dim, int64_t, tensor->ndim)
+AOTIRT_TENSOR_GETTER(aoti_torch_get_numel, int64_t, tensor->numel())
+AOTIRT_TENSOR_GETTER(aoti_torch_get_sizes, int64_t*, tensor->sizes)
+AOTIRT_TENSOR_GETTER(aoti_torch_get_strides, int64_t*, tensor->strides)
+AOTIRT_TENSOR_GETTER(aoti_torch_get_dtype, int32_t, tensor->dtype)
+AOTIRT_TENSOR_GETTER(aoti_torch_get_device_type, int32_t, tensor->storage->device_type)
+// torch reports -1 as the index of the CPU.
+AOTIRT_TENSOR_GETTER(aoti_torch_get_device_index, int32_t,
+                     tensor->storage->device_type == AOTIRT_DEVICE_CPU ? -1 : tensor->storage->device_index)
+AOTIRT_TENSOR_GETTER(aoti_torch_get_storage_offset, int64_t, tensor->storage_offset)
+AOTIRT_TENSOR_GETTER(aoti_torch_is_contiguous, bool, tensor->is_contiguous())
+#undef AOTIRT_TENSOR_GETTER
 
 AOTITorchError aoti_torch_get_size(AtenTensorHandle tensor, int64_t d, int64_t* ret_size) {
   return at_dimension("aoti_torch_get_size", *tensor, d, tensor->sizes, ret_size);
 }
 
-AOTITorchError aoti_torch_get_strides(AtenTensorHandle tensor, int64_t** ret_strides) {
-  *ret_strides = tensor->strides;
-  return AOTI_TORCH_SUCCESS;
-}
-
 AOTITorchError aoti_torch_get_stride(AtenTensorHandle tensor, int64_t d, int64_t* ret_stride) {
   return at_dimension("aoti_torch_get_stride", *tensor, d, tensor->strides, ret_stride);
-}
-
-AOTITorchError aoti_torch_get_dtype(AtenTensorHandle tensor, int32_t* ret_dtype) {
-  *ret_dtype = tensor->dtype;
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_device_type(AtenTensorHandle tensor, int32_t* ret_device_type) {
-  *ret_device_type = tensor->storage->device_type;
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_device_index(AtenTensorHandle tensor, int32_t* ret_device_index) {
-  *ret_device_index = tensor->storage->device_type == AOTIRT_DEVICE_CPU ? -1 : tensor->storage->device_index;
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_get_storage_offset(AtenTensorHandle tensor, int64_t* ret_storage_offset) {
-  *ret_storage_offset = tensor->storage_offset;
-  return AOTI_TORCH_SUCCESS;
-}
-
-AOTITorchError aoti_torch_is_contiguous(AtenTensorHandle tensor, bool* ret_is_contiguous) {
-  *ret_is_contiguous = tensor->is_contiguous();
-  return AOTI_TORCH_SUCCESS;
 }
 
 }  // extern "C"
