@@ -15,6 +15,7 @@
 #include "runtime/dtypes.h"
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
+#include "shims/convolution/conv_entry.h"
 #include "shims/convolution/conv_layout.h"
 #include "shims/host_elements.h"
 #include "shims/shim_helpers.h"
@@ -77,9 +78,9 @@ void convolve(const Tensor& input, const Tensor& weight, const Tensor* bias, int
   }
 }
 
-aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tensor* bias, const int64_t* stride,
-                          int64_t stride_len, const int64_t* padding, int64_t padding_len, const int64_t* dilation,
-                          int64_t dilation_len, int32_t transposed, int64_t groups, Tensor** ret) {
+aotirt_status convolution(const ConvolutionArgs& a, Tensor** ret) {
+  const Tensor *input = a.input, *weight = a.weight, *bias = a.bias;
+  const bool transposed = a.transposed;
   if (!input || !weight || !ret) return null_argument(kName);
   if (transposed)
     return bad("transposed convolutions are not supported (aotirt implements aten.convolution with "
@@ -95,7 +96,8 @@ aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tenso
   conv_layout::Geometry shape;
   const std::string wrong = conv_layout::describe(
       input->ndim, input->sizes, weight->ndim, weight->sizes, bias ? bias->ndim : 0, bias ? bias->sizes : nullptr,
-      stride, stride_len, padding, padding_len, dilation, dilation_len, false, nullptr, 0, groups, &shape);
+      a.stride, a.stride_len, a.padding, a.padding_len, a.dilation, a.dilation_len, false, nullptr, 0, a.groups,
+      &shape);
   if (!wrong.empty()) return bad(wrong);
   const int64_t k = shape.k, spatial = shape.spatial;
   int64_t out_strides[5];
@@ -122,7 +124,7 @@ aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tenso
   host::dispatch_dtype(input->dtype, [&](auto element) {
     using T = decltype(element);
     if constexpr (std::is_floating_point_v<T> || std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>)
-      convolve<T>(*input, *weight, bias, groups, g, *output);
+      convolve<T>(*input, *weight, bias, a.groups, g, *output);
   });
   *ret = output.release();
   return AOTIRT_OK;
@@ -131,15 +133,4 @@ aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tenso
 }  // namespace
 }  // namespace aotirt
 
-extern "C" AOTITorchError aoti_torch_cpu_convolution(
-    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
-    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_,
-    int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
-    AtenTensorHandle* ret0) {
-  (void)output_padding;  // only transposed convolutions read it
-  (void)output_padding_len_;
-  return aotirt::shim(aotirt::kName, [&] {
-    return aotirt::convolution(input, weight, bias ? *bias : nullptr, stride, stride_len_, padding, padding_len_,
-                               dilation, dilation_len_, transposed, groups, ret0);
-  });
-}
+AOTIRT_DEFINE_CONVOLUTION_SHIM(aoti_torch_cpu_convolution, aotirt::convolution)

@@ -38,6 +38,7 @@
 #include "shims/libs/cudnn.h"
 #include "aotirt/shim.h"
 #include "shims/convolution/conv_bias.h"
+#include "shims/convolution/conv_entry.h"
 #include "shims/convolution/conv_layout.h"
 
 #if defined(AOTIRT_HAVE_CUDNN)
@@ -306,17 +307,17 @@ aotirt_status compute(const Tensor* input, const Tensor* weight, const Tensor* b
 
 #endif  // AOTIRT_HAVE_CUDNN
 
-aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tensor* bias, const int64_t* stride,
-                          int64_t stride_len, const int64_t* padding, int64_t padding_len, const int64_t* dilation,
-                          int64_t dilation_len, bool transposed, const int64_t* output_padding,
-                          int64_t output_padding_len, int64_t groups, Tensor** ret) {
+aotirt_status convolution(const ConvolutionArgs& a, Tensor** ret) {
+  const Tensor *input = a.input, *weight = a.weight, *bias = a.bias;
+  const bool transposed = a.transposed;
+  const int64_t groups = a.groups;
   if (!input || !weight || !ret) return null_argument(kName);
   const int32_t device = input->storage ? input->storage->device_index : 0;
   AOTIRT_TRY(require_cuda(*input, "input", device));
   AOTIRT_TRY(require_cuda(*weight, "weight", device));
   if (bias) AOTIRT_TRY(require_cuda(*bias, "bias", device));
   const int32_t dtype = input->dtype;
-  if (dtype != 6 && dtype != 5 && dtype != 15)
+  if (dtype != AOTIRT_DTYPE_FLOAT32 && dtype != AOTIRT_DTYPE_FLOAT16 && dtype != AOTIRT_DTYPE_BFLOAT16)
     return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": " + dtype_name(dtype) +
                                        " inputs are not supported (float32, float16, bfloat16)");
   if (weight->dtype != dtype || (bias && bias->dtype != dtype))
@@ -326,8 +327,8 @@ aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tenso
   conv_layout::Geometry g;
   const std::string wrong = conv_layout::describe(
       input->ndim, input->sizes, weight->ndim, weight->sizes, bias ? bias->ndim : 0, bias ? bias->sizes : nullptr,
-      stride, stride_len, padding, padding_len, dilation, dilation_len, transposed, output_padding,
-      output_padding_len, groups, &g);
+      a.stride, a.stride_len, a.padding, a.padding_len, a.dilation, a.dilation_len, transposed, a.output_padding,
+      a.output_padding_len, groups, &g);
   if (!wrong.empty()) return bad(wrong);
   for (int64_t d = 0; transposed && d < g.spatial; ++d)
     if (g.output_padding[d] >= g.stride[d])
@@ -352,14 +353,4 @@ aotirt_status convolution(const Tensor* input, const Tensor* weight, const Tenso
 }  // namespace conv_cuda
 }  // namespace aotirt
 
-extern "C" AOTITorchError aoti_torch_cuda_convolution(
-    AtenTensorHandle input, AtenTensorHandle weight, AtenTensorHandle* bias, const int64_t* stride,
-    int64_t stride_len_, const int64_t* padding, int64_t padding_len_, const int64_t* dilation, int64_t dilation_len_,
-    int32_t transposed, const int64_t* output_padding, int64_t output_padding_len_, int64_t groups,
-    AtenTensorHandle* ret0) {
-  return aotirt::shim(aotirt::conv_cuda::kName, [&] {
-    return aotirt::conv_cuda::convolution(input, weight, bias ? *bias : nullptr, stride, stride_len_, padding,
-                                          padding_len_, dilation, dilation_len_, transposed != 0, output_padding,
-                                          output_padding_len_, groups, ret0);
-  });
-}
+AOTIRT_DEFINE_CONVOLUTION_SHIM(aoti_torch_cuda_convolution, aotirt::conv_cuda::convolution)
