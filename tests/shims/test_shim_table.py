@@ -81,8 +81,9 @@ def test_each_shim_is_defined_in_its_familys_file_or_folder():
         files = [place] if os.path.isfile(place) else [
             os.path.join(folder, f) for folder, _, names in os.walk(place) for f in names
             if f.endswith((".cpp", ".cu"))]
-        # A definition starts a line (calls are indented) and is followed by its body.
-        definition = re.compile(rf"^[A-Za-z].*\b{re.escape(name)}\(", re.MULTILINE)
+        # A definition starts a line (calls are indented) and is followed by
+        # its body, or is a line that names it to a macro making shims.
+        definition = re.compile(rf"^[A-Za-z].*\b{re.escape(name)}[(,)]", re.MULTILINE)
         assert any(definition.search(open(f).read()) for f in files), (name, family)
 
 

@@ -23,44 +23,31 @@ aotirt_status matmul(const char* name, int32_t device_type, Tensor* out, const T
 
 }  // namespace
 
+// One definition of the three shims, made for each device (named in full,
+// so that a search for a shim's name finds where it is made).
+#define AOTIRT_GEMM_SHIMS(mm_out, addmm_out, bmm_out, DEVICE_TYPE)                                                     \
+  AOTITorchError mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {                          \
+    const char* name = #mm_out;                                                                                        \
+    return aotirt::shim(name, [&] { return matmul(name, DEVICE_TYPE, out, nullptr, self, mat2, 0.0, 1.0, false); });   \
+  }                                                                                                                    \
+  AOTITorchError addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,                         \
+                           AtenTensorHandle mat2, double beta, double alpha) {                                         \
+    const char* name = #addmm_out;                                                                                     \
+    return aotirt::shim(name, [&] {                                                                                    \
+      if (!self) return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a tensor handle is NULL");             \
+      return matmul(name, DEVICE_TYPE, out, self, mat1, mat2, beta, alpha, false);                                     \
+    });                                                                                                                \
+  }                                                                                                                    \
+  AOTITorchError bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {                         \
+    const char* name = #bmm_out;                                                                                       \
+    return aotirt::shim(name, [&] { return matmul(name, DEVICE_TYPE, out, nullptr, self, mat2, 0.0, 1.0, true); });    \
+  }
+
 extern "C" {
 
-AOTITorchError aoti_torch_cpu_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  const char* name = "aoti_torch_cpu_mm_out";
-  return aotirt::shim(name, [&] { return matmul(name, AOTIRT_DEVICE_CPU, out, nullptr, self, mat2, 0.0, 1.0, false); });
-}
-
-AOTITorchError aoti_torch_cpu_addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
-                                        AtenTensorHandle mat2, double beta, double alpha) {
-  const char* name = "aoti_torch_cpu_addmm_out";
-  return aotirt::shim(name, [&] {
-    if (!self) return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a tensor handle is NULL");
-    return matmul(name, AOTIRT_DEVICE_CPU, out, self, mat1, mat2, beta, alpha, false);
-  });
-}
-
-AOTITorchError aoti_torch_cpu_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  const char* name = "aoti_torch_cpu_bmm_out";
-  return aotirt::shim(name, [&] { return matmul(name, AOTIRT_DEVICE_CPU, out, nullptr, self, mat2, 0.0, 1.0, true); });
-}
-
-AOTITorchError aoti_torch_cuda_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  const char* name = "aoti_torch_cuda_mm_out";
-  return aotirt::shim(name, [&] { return matmul(name, AOTIRT_DEVICE_CUDA, out, nullptr, self, mat2, 0.0, 1.0, false); });
-}
-
-AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat1,
-                                         AtenTensorHandle mat2, double beta, double alpha) {
-  const char* name = "aoti_torch_cuda_addmm_out";
-  return aotirt::shim(name, [&] {
-    if (!self) return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a tensor handle is NULL");
-    return matmul(name, AOTIRT_DEVICE_CUDA, out, self, mat1, mat2, beta, alpha, false);
-  });
-}
-
-AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {
-  const char* name = "aoti_torch_cuda_bmm_out";
-  return aotirt::shim(name, [&] { return matmul(name, AOTIRT_DEVICE_CUDA, out, nullptr, self, mat2, 0.0, 1.0, true); });
-}
+AOTIRT_GEMM_SHIMS(aoti_torch_cpu_mm_out, aoti_torch_cpu_addmm_out, aoti_torch_cpu_bmm_out, AOTIRT_DEVICE_CPU)
+AOTIRT_GEMM_SHIMS(aoti_torch_cuda_mm_out, aoti_torch_cuda_addmm_out, aoti_torch_cuda_bmm_out, AOTIRT_DEVICE_CUDA)
 
 }  // extern "C"
+
+#undef AOTIRT_GEMM_SHIMS
