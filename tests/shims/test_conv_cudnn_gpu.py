@@ -24,14 +24,12 @@ import pytest
 
 import aotirt
 from support import conv_ref
+from support.gpu_shim_tests import DEV, IMPORT_PATHS
 from support.helpers import run_python
 from support.shims import I32, I64, H, P, dense, last_error, layout, owned, read, shim, view
 from support.waits import count_waits, interposer_library
 
 pytestmark = pytest.mark.gpu
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-DEV = "cuda:0"
 CONV = shim("aoti_torch_cuda_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
 TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 2e-2}
 TF32_TOLERANCE = 5e-3
@@ -276,8 +274,7 @@ def test_threads_have_their_own_cudnn_handles():
 def test_convolutions_never_wait(tmp_path):
     counter = interposer_library(str(tmp_path))
     counts = count_waits(counter, setup=f"""
-        import sys
-        sys.path[:0] = [{HERE!r}, {TESTS!r}]
+        {IMPORT_PATHS}
         import numpy as np
         import test_conv_cudnn_gpu as t
         from support.shims import dense, read
@@ -373,8 +370,7 @@ import numpy as np, aotirt
 
 def test_the_debug_log_names_the_plan_once():
     code = f"""
-import sys
-sys.path[:0] = [{HERE!r}, {TESTS!r}]
+{IMPORT_PATHS}
 import numpy as np
 import test_conv_cudnn_gpu as t
 from support.shims import dense, read
