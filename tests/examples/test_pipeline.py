@@ -59,11 +59,17 @@ def test_time_side_by_side_times_each_mode_and_refuses_two_of_one(frames):
             time_side_by_side([shared, shared], frames, 2)
 
 
-def test_demo_on_the_cpu():
-    proc = cli("demo", "--device", "cpu", "--steps", "4", "--compare-sync")
+def demo(device, steps, *flags):
+    """What `python -m aotirt demo` prints, after checking it succeeded."""
+    proc = cli("demo", "--device", device, "--steps", str(steps), *flags)
     assert proc.returncode == 0, proc.stderr
-    assert "device: cpu" in proc.stdout and "tokens: " in proc.stdout
-    assert "sync_each" in proc.stdout and "ratio:" in proc.stdout
+    return proc.stdout
+
+
+def test_demo_on_the_cpu():
+    out = demo("cpu", 4, "--compare-sync")
+    assert "device: cpu" in out and "tokens: " in out
+    assert "sync_each" in out and "ratio:" in out
 
 
 @pytest.mark.gpu
@@ -79,20 +85,18 @@ def test_gpu_pipeline_gives_the_cpu_tokens(frames, cpu_tokens, mode):
 
 @pytest.mark.gpu
 def test_demo_on_the_gpu():
-    proc = cli("demo", "--device", "cuda", "--steps", "8", "--compare-sync")
-    assert proc.returncode == 0, proc.stderr
-    assert "device: cuda:0" in proc.stdout and "ratio:" in proc.stdout
-    assert "graph:" in proc.stdout and "faster than shared" in proc.stdout
+    out = demo("cuda", 8, "--compare-sync")
+    assert "device: cuda:0" in out and "ratio:" in out
+    assert "graph:" in out and "faster than shared" in out
 
 
 @pytest.mark.gpu
 def test_demo_with_graph_replays_prints_the_shared_tokens():
-    shared = cli("demo", "--device", "cuda", "--steps", "8")
-    graphed = cli("demo", "--device", "cuda", "--steps", "8", "--graph")
-    assert shared.returncode == 0 and graphed.returncode == 0, shared.stderr + graphed.stderr
-    tokens = [line for line in shared.stdout.splitlines() if line.startswith("tokens:")]
-    assert tokens and tokens == [line for line in graphed.stdout.splitlines() if line.startswith("tokens:")]
-    assert "graph:" in graphed.stdout and "CUDA graph replay" in graphed.stdout
+    shared = demo("cuda", 8)
+    graphed = demo("cuda", 8, "--graph")
+    tokens = [line for line in shared.splitlines() if line.startswith("tokens:")]
+    assert tokens and tokens == [line for line in graphed.splitlines() if line.startswith("tokens:")]
+    assert "graph:" in graphed and "CUDA graph replay" in graphed
 
 
 @pytest.mark.gpu

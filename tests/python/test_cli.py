@@ -8,6 +8,7 @@ import numpy as np
 
 import aotirt
 from support.helpers import assert_one_line_error, cli
+from support.model_files import pt2_package
 
 
 def test_info():
@@ -112,21 +113,6 @@ def test_run_with_a_missing_weights_file(tmp_path):
                               "--weights", str(tmp_path / "none.weights")), 2, "weights file not found")
 
 
-def pt2(path, library, blob=None, device="cpu"):
-    import json
-    import zipfile
-
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("m/archive_format", "pt2")
-        with open(library, "rb") as f:
-            z.writestr("m/data/aotinductor/model/x.wrapper.so", f.read())
-        z.writestr("m/data/aotinductor/model/x.wrapper_metadata.json", json.dumps({"AOTI_DEVICE_KEY": device}))
-        if blob is not None:
-            with open(blob, "rb") as f:
-                z.writestr("m/data/aotinductor/model/x.wrapper_weights.blob", f.read())
-    return str(path)
-
-
 def test_run_takes_a_package(tmp_path):
     # It refused .pt2 packages, which aotirt.load takes.
     from aotirt import _layout, reference
@@ -134,7 +120,8 @@ def test_run_takes_a_package(tmp_path):
     env = dict(os.environ, AOTIRT_CACHE=str(tmp_path / "cache"))
     frames = np.random.default_rng(5).standard_normal((_layout.T, _layout.F)).astype(np.float32)
     np.save(tmp_path / "frames.npy", frames)
-    package = pt2(tmp_path / "encoder.pt2", aotirt.models.path("encoder", "cpu"), aotirt.models.weights("encoder"))
+    with open(aotirt.models.weights("encoder"), "rb") as f:
+        package = pt2_package(tmp_path / "encoder.pt2", aotirt.models.path("encoder", "cpu"), f.read())
     proc = subprocess.run([sys.executable, "-m", "aotirt", "run", package, "--input", str(tmp_path / "frames.npy"),
                            "--out", str(tmp_path / "out")], capture_output=True, text=True, timeout=300, env=env)
     assert proc.returncode == 0, proc.stderr
@@ -150,7 +137,7 @@ def test_run_takes_a_package(tmp_path):
 
 
 def test_run_a_package_of_another_device_without_a_gpu(tmp_path):
-    package = pt2(tmp_path / "cuda.pt2", aotirt.models.path("add_mul", "cuda"), device="cuda")
+    package = pt2_package(tmp_path / "cuda.pt2", aotirt.models.path("add_mul", "cuda"), device="cuda")
     proc = subprocess.run([sys.executable, "-m", "aotirt", "run", package], capture_output=True, text=True,
                           timeout=300, env=dict(os.environ, AOTIRT_CACHE=str(tmp_path / "cache"),
                                                 CUDA_VISIBLE_DEVICES=""))

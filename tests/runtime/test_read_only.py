@@ -2,30 +2,19 @@
 refused (ValueError naming the tensor), a model gets a private copy of a
 read-only input, and DLPack exports say read-only."""
 
-import subprocess
-
 import numpy as np
 import pytest
 
 import aotirt
 from support.helpers import run_python
+from support.model_files import stand_in_model
 
 # A model that mutates its input in place and hands it back as its output,
 # as AOTInductor does for an exported program that mutates an input
 # (x.add_(1) compiles to a kernel that stores through the input's pointer).
 MUTATING_MODEL = r"""
-#include <stddef.h>
-#include <stdint.h>
 typedef struct AtenTensorOpaque* AtenTensorHandle;
 extern int32_t aoti_torch_get_data_ptr(AtenTensorHandle, void**);
-static int container;
-int AOTInductorModelContainerCreateWithDevice(void** c, size_t n, const char* d, const char* cubin) {
-  *c = &container;
-  return 0;
-}
-int AOTInductorModelContainerDelete(void* c) { return 0; }
-int AOTInductorModelContainerGetNumInputs(void* c, size_t* n) { *n = 1; return 0; }
-int AOTInductorModelContainerGetNumOutputs(void* c, size_t* n) { *n = 1; return 0; }
 int AOTInductorModelContainerRun(void* c, AtenTensorHandle* in, size_t ni, AtenTensorHandle* out, size_t no,
                                  void* stream, void* proxy) {
   float* x = NULL;
@@ -39,11 +28,7 @@ int AOTInductorModelContainerRun(void* c, AtenTensorHandle* in, size_t ni, AtenT
 
 @pytest.fixture(scope="module")
 def mutating_model(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("mutating")
-    (folder / "mutating.c").write_text(MUTATING_MODEL)
-    library = folder / "mutating.so"
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(library), str(folder / "mutating.c")], check=True)
-    return str(library)
+    return stand_in_model(tmp_path_factory.mktemp("mutating"), "mutating", 1, 1, MUTATING_MODEL)
 
 
 def read_only_array(values):

@@ -3,7 +3,6 @@ AOTInductorModelUpdateConstantsFromBlob gets the bare pointer: on every path
 (update_constants_from_blob, aotirt.load of a .pt2, the CLI's --weights,
 models.open). Cases that crashed before run in a subprocess."""
 
-import json
 import os
 import subprocess
 import sys
@@ -14,6 +13,7 @@ import pytest
 
 import aotirt
 from support.helpers import run_python
+from support.model_files import pt2_package, stand_in_model
 from test_aoti_models import model_folder
 
 ENCODER = aotirt.models.path("encoder", "cpu")
@@ -27,18 +27,6 @@ def encoder_blob():
 @pytest.fixture(autouse=True)
 def private_cache(tmp_path, monkeypatch):
     monkeypatch.setenv("AOTIRT_CACHE", str(tmp_path / "cache"))
-
-
-def package(path, library, blob, device="cpu"):
-    """A .pt2 laid out as aoti_compile_and_package writes one."""
-    with zipfile.ZipFile(path, "w") as z:
-        z.writestr("m/archive_format", "pt2")
-        with open(library, "rb") as f:
-            z.writestr("m/data/aotinductor/model/x.wrapper.so", f.read())
-        z.writestr("m/data/aotinductor/model/x.wrapper_metadata.json", json.dumps({"AOTI_DEVICE_KEY": device}))
-        if blob is not None:
-            z.writestr("m/data/aotinductor/model/x.wrapper_weights.blob", blob)
-    return str(path)
 
 
 @pytest.mark.parametrize("cut", [0, 1, 4, 1000, 511996])
@@ -63,7 +51,7 @@ def test_a_long_blob_is_refused_and_the_right_one_loads():
 
 def test_load_of_a_package_with_a_short_blob_in_a_subprocess(tmp_path):
     # aotirt.load of such a package was a segmentation fault.
-    pt2 = package(tmp_path / "enc.pt2", ENCODER, encoder_blob()[:4096])
+    pt2 = pt2_package(tmp_path / "enc.pt2", ENCODER, encoder_blob()[:4096])
     proc = run_python("import aotirt\n"
                       "try:\n"
                       f"    aotirt.load({pt2!r})\n"
@@ -71,7 +59,7 @@ def test_load_of_a_package_with_a_short_blob_in_a_subprocess(tmp_path):
                       "    print('ValueError:', e)\n", env={"AOTIRT_CACHE": str(tmp_path / "c")})
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.startswith("ValueError: the weights blob has 4096 bytes"), proc.stdout
-    with aotirt.load(package(tmp_path / "ok.pt2", ENCODER, encoder_blob())) as h:
+    with aotirt.load(pt2_package(tmp_path / "ok.pt2", ENCODER, encoder_blob())) as h:
         assert np.all(np.isfinite(h.run([np.zeros((64, 80), np.float32)])[0].numpy()))
 
 
@@ -161,17 +149,9 @@ def test_torch_library_with_weights_compiled_in_refuses_a_blob():
 
 # ---- a library that says nothing about its weights' size ----------------------
 
+# Its Run does nothing and its blob loader fails for a first byte of 0xFF; it
+# exports neither GetConstantsBlobSize nor GetConstantDataSize.
 UNSIZED_MODEL = r"""
-#include <stddef.h>
-#include <stdint.h>
-static int container;
-int AOTInductorModelContainerCreateWithDevice(void** c, size_t n, const char* d, const char* cubin) {
-  *c = &container;
-  return 0;
-}
-int AOTInductorModelContainerDelete(void* c) { return 0; }
-int AOTInductorModelContainerGetNumInputs(void* c, size_t* n) { *n = 0; return 0; }
-int AOTInductorModelContainerGetNumOutputs(void* c, size_t* n) { *n = 0; return 0; }
 int AOTInductorModelContainerRun(void* c, void** in, size_t ni, void** out, size_t no, void* s, void* p) { return 0; }
 int AOTInductorModelUpdateConstantsFromBlob(void* c, const uint8_t* blob) { return blob[0] == 0xFF; }
 """
@@ -179,10 +159,7 @@ int AOTInductorModelUpdateConstantsFromBlob(void* c, const uint8_t* blob) { retu
 
 @pytest.fixture(scope="module")
 def unsized_model(tmp_path_factory):
-    folder = tmp_path_factory.mktemp("unsized")
-    (folder / "unsized.c").write_text(UNSIZED_MODEL)
-    subprocess.run(["cc", "-shared", "-fPIC", "-o", str(folder / "unsized.so"), str(folder / "unsized.c")], check=True)
-    return str(folder / "unsized.so")
+    return stand_in_model(tmp_path_factory.mktemp("unsized"), "unsized", 0, 0, UNSIZED_MODEL)
 
 
 def test_a_library_that_says_nothing_gets_a_sized_blob_unchecked(unsized_model):

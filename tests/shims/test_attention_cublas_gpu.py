@@ -26,13 +26,11 @@ import pytest
 import aotirt
 from support import attention_ref as ref
 from support.attention_shims import cudnn, efficient, flash
+from support.gpu_shim_tests import DEV, IMPORT_PATHS, SHIMS_TESTS
 from support.shims import dense, layout, read, view
 from support.waits import count_waits, interposer_library
 
 pytestmark = pytest.mark.gpu
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-DEV = "cuda:0"
 GOAL, LIMIT = 1e-5, 1e-4
 SDPA_MODEL = os.path.join(os.path.dirname(aotirt.__file__), "models", "testing", "sdpa_cuda.so")
 OPS = {"efficient": efficient, "cudnn": cudnn, "flash": flash}
@@ -59,7 +57,7 @@ def python(program, **env):
     """Runs `program` in a fresh interpreter (environment variables the core
     reads once need one) with `env` added; returns the finished process."""
     return subprocess.run([sys.executable, "-c", textwrap.dedent(program)], check=False, capture_output=True,
-                          text=True, env=dict(os.environ, **env), cwd=HERE, timeout=600)
+                          text=True, env=dict(os.environ, **env), cwd=SHIMS_TESTS, timeout=600)
 
 
 def reference(q, k, v, bias=None, causal=None, scale=None):
@@ -283,8 +281,7 @@ def test_long_sequences_in_chunks(case):
 
 
 CHUNKED = """
-import sys
-sys.path[:0] = [{here!r}, {tests!r}]
+{paths}
 import numpy as np
 import test_attention_cublas_gpu as t
 from support.shims import dense, read
@@ -312,15 +309,14 @@ def test_chunk_boundaries_with_a_small_workspace_bound():
     """AOTIRT_ATTENTION_WORKSPACE_MIB=1 (read once, so in a fresh process):
     many chunks, partial last ones, causal offsets and the log-sum-exp's
     padding across them. AOTIRT_LOG=debug says how each shape was split."""
-    proc = python(CHUNKED.format(here=HERE, tests=TESTS), AOTIRT_ATTENTION_WORKSPACE_MIB="1", AOTIRT_LOG="debug")
+    proc = python(CHUNKED.format(paths=IMPORT_PATHS), AOTIRT_ATTENTION_WORKSPACE_MIB="1", AOTIRT_LOG="debug")
     assert proc.returncode == 0 and "CHUNKS OK" in proc.stdout, proc.stdout + proc.stderr
     chunks = [int(n) for n in re.findall(r"cuBLAS, .* (\d+) chunks of", proc.stderr)]
     assert chunks == [10, 15, 2, 5], proc.stderr
 
 
 LOGGED = """
-import sys
-sys.path[:0] = [{here!r}, {tests!r}]
+{paths}
 import numpy as np
 import test_attention_cublas_gpu as t
 from support.shims import view
@@ -339,7 +335,7 @@ t.efficient(q, k, v).ok()
 
 
 def test_debug_log_names_the_path_once_per_shape():
-    proc = python(LOGGED.format(here=HERE, tests=TESTS), AOTIRT_LOG="debug")
+    proc = python(LOGGED.format(paths=IMPORT_PATHS), AOTIRT_LOG="debug")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("aotirt debug: attention")]
     assert len(lines) == 3, proc.stderr
@@ -347,7 +343,7 @@ def test_debug_log_names_the_path_once_per_shape():
     assert "B=2 H=8 kv_heads=2" in lines[1] and "pointer arrays of 16 matrices" in lines[1]
     assert "straightforward kernel" in lines[2]
     # Without AOTIRT_LOG nothing is printed.
-    proc = python(LOGGED.format(here=HERE, tests=TESTS), AOTIRT_LOG="")
+    proc = python(LOGGED.format(paths=IMPORT_PATHS), AOTIRT_LOG="")
     assert proc.returncode == 0 and "aotirt debug" not in proc.stderr, proc.stderr
 
 
@@ -394,8 +390,7 @@ def test_shims_never_wait(tmp_path, monkeypatch):
     monkeypatch.setenv("AOTIRT_ATTENTION_WORKSPACE_MIB", "1")
     counter = interposer_library(str(tmp_path))
     counts = count_waits(counter, setup=f"""
-        import sys
-        sys.path[:0] = [{HERE!r}, {TESTS!r}]
+        {IMPORT_PATHS}
         import numpy as np
         import test_attention_cublas_gpu as t
         from support.shims import read
@@ -416,8 +411,7 @@ def test_shims_never_wait(tmp_path, monkeypatch):
 
 def test_a_bad_workspace_bound_is_reported():
     proc = python(f"""
-        import sys
-        sys.path[:0] = [{HERE!r}, {TESTS!r}]
+        {IMPORT_PATHS}
         import numpy as np
         import test_attention_cublas_gpu as t
         from support.shims import last_error

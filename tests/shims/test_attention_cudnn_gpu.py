@@ -24,13 +24,11 @@ import pytest
 import aotirt
 from support import attention_ref as ref
 from support.attention_shims import cudnn, efficient, flash, inputs
+from support.gpu_shim_tests import DEV, IMPORT_PATHS
 from support.helpers import run_python
 from support.shims import dense, last_error, layout, read, view
 
 pytestmark = pytest.mark.gpu
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-DEV = "cuda:0"
 TOLERANCE = 2e-2
 LSE_TOLERANCE = 1e-4
 DTYPES = ["float16", "bfloat16"]
@@ -194,8 +192,7 @@ def test_bad_arguments_are_still_refused_first():
 
 def test_the_debug_log_names_the_path_once_per_plan():
     code = f"""
-import sys
-sys.path[:0] = [{HERE!r}, {TESTS!r}]
+{IMPORT_PATHS}
 import numpy as np
 from support.attention_shims import cudnn, inputs
 from support.shims import read
@@ -213,8 +210,7 @@ for _ in range(3):
 
 def test_without_cudnn_attention_runs_on_the_kernel():
     code = f"""
-import sys
-sys.path[:0] = [{HERE!r}, {TESTS!r}]
+{IMPORT_PATHS}
 import numpy as np
 from support import attention_ref as ref
 from support.attention_shims import flash, inputs

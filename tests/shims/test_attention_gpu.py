@@ -12,7 +12,6 @@ shims' copy_ to a CPU tensor, i.e. the copy routine) is the only wait.
 """
 
 import ctypes
-import os
 
 import numpy as np
 import pytest
@@ -21,13 +20,11 @@ import aotirt
 from aotirt._testing import tensor_handle
 from support import attention_ref as ref
 from support.attention_shims import NEW_HANDLE, cudnn, efficient, flash, inputs
+from support.gpu_shim_tests import DEV, IMPORT_PATHS
 from support.shims import H, Handle, dense, last_error, layout, read, view
 from support.waits import count_waits, interposer_library
 
 pytestmark = pytest.mark.gpu
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-DEV = "cuda:0"
 TOLERANCE = {"float32": 1e-5, "float16": 1e-2, "bfloat16": 1e-2}
 
 
@@ -231,8 +228,7 @@ def test_bad_arguments_are_refused():
 def test_shims_never_wait(tmp_path):
     counter = interposer_library(str(tmp_path))
     counts = count_waits(counter, setup=f"""
-        import sys
-        sys.path[:0] = [{HERE!r}, {TESTS!r}]
+        {IMPORT_PATHS}
         import numpy as np
         from support import attention_shims as t
         from support.shims import read

@@ -24,15 +24,13 @@ import pytest
 
 import aotirt
 from support import conv_ref
+from support.conv_shims import conv
+from support.gpu_shim_tests import DEV, IMPORT_PATHS
 from support.helpers import run_python
-from support.shims import I32, I64, H, P, dense, last_error, layout, owned, read, shim, view
+from support.shims import dense, last_error, layout, read, view
 from support.waits import count_waits, interposer_library
 
 pytestmark = pytest.mark.gpu
-HERE = os.path.dirname(os.path.abspath(__file__))
-TESTS = os.path.dirname(HERE)
-DEV = "cuda:0"
-CONV = shim("aoti_torch_cuda_convolution", H, H, P, P, I64, P, I64, P, I64, I32, P, I64, I64, P)
 TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 2e-2}
 TF32_TOLERANCE = 5e-3
 FALLBACK_OPS = os.path.join(os.path.dirname(aotirt.__file__), "models", "testing", "fallback_ops_cuda.so")
@@ -41,20 +39,6 @@ FALLBACK_ARGS = """rng = np.random.default_rng(0)
 args = [rng.standard_normal(s).astype(np.float16) for s in
         [(1, 8, 10, 10), (8, 8, 3, 3), (1, 2, 16, 64), (1, 2, 16, 64), (1, 2, 16, 64)]]
 """
-
-
-def ints(values):
-    return (I64 * max(len(values), 1))(*values), len(values)
-
-
-def conv(x, w, b=None, stride=(1,), padding=(0,), dilation=(1,), groups=1, transposed=False, output_padding=(0,)):
-    """Calls the shim; returns (status, output handle or None)."""
-    out = H()
-    s, p, d, op = ints(stride), ints(padding), ints(dilation), ints(output_padding)
-    bias = ctypes.byref(H(b.ptr.value)) if b is not None else None
-    status = CONV(x.ptr, w.ptr, bias, s[0], s[1], p[0], p[1], d[0], d[1], int(transposed), op[0], op[1], groups,
-                  ctypes.byref(out))
-    return status, owned([out])[0]
 
 
 def reference(case, x, w, b):
@@ -276,10 +260,9 @@ def test_threads_have_their_own_cudnn_handles():
 def test_convolutions_never_wait(tmp_path):
     counter = interposer_library(str(tmp_path))
     counts = count_waits(counter, setup=f"""
-        import sys
-        sys.path[:0] = [{HERE!r}, {TESTS!r}]
+        {IMPORT_PATHS}
         import numpy as np
-        import test_conv_cudnn_gpu as t
+        from support import conv_shims as t
         from support.shims import dense, read
         rng = np.random.default_rng(0)
         x, _ = dense(rng.standard_normal((2, 16, 14, 14)), "cuda:0", "float16")
@@ -373,10 +356,9 @@ import numpy as np, aotirt
 
 def test_the_debug_log_names_the_plan_once():
     code = f"""
-import sys
-sys.path[:0] = [{HERE!r}, {TESTS!r}]
+{IMPORT_PATHS}
 import numpy as np
-import test_conv_cudnn_gpu as t
+from support import conv_shims as t
 from support.shims import dense, read
 rng = np.random.default_rng(0)
 x, _ = dense(rng.standard_normal((2, 16, 14, 14)), "cuda:0", "float16")

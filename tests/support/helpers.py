@@ -43,6 +43,13 @@ def run_python(code, env=None):
     return subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=full_env, timeout=120)
 
 
+def in_tests(code):
+    """`code` for a fresh interpreter that imports from tests/ (the support package)."""
+    import textwrap
+
+    return f"import sys\nsys.path.insert(0, {TESTS!r})\n" + textwrap.dedent(code)
+
+
 NO_GPU_ERRORS = {"cudaErrorNoDevice": 100, "cudaErrorInsufficientDriver": 35}
 
 
@@ -69,6 +76,14 @@ def cuda_error_without_gpu(code):
     assert error["name"] in NO_GPU_ERRORS, error
     assert error["code"] == NO_GPU_ERRORS[error["name"]], error
     return error
+
+
+def gone(ref):
+    """Whether the object of weak reference `ref` is gone, after a collection."""
+    import gc
+
+    gc.collect()
+    return ref() is None
 
 
 def device_free_bytes():
