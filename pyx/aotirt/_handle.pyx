@@ -167,11 +167,13 @@ cdef class AotiHandle:
         return 0
 
     cdef int _warn_if_graphs_went_off(self) except -1:
-        # Once per handle, after the call whose capture failed (it still ran, eagerly).
+        # Once per handle, after the call whose capture failed (it still ran,
+        # eagerly). stacklevel 1: Cython frames are not Python frames, so the
+        # current Python frame is the caller's.
         cdef const char* reason = NULL
         if aotirt_handle_take_graph_warning(self._h, &reason):
             warnings.warn(f"aotirt: CUDA graphs are off for {self.path}, which now runs eagerly: "
-                          f"{reason.decode('utf-8', 'replace')}", RuntimeWarning, stacklevel=3)
+                          f"{reason.decode('utf-8', 'replace')}", RuntimeWarning, stacklevel=1)
         return 0
 
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
