@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "runtime/auto_graphs.h"
 #include "runtime/elf_check.h"
 #include "runtime/entry.h"
 #include "runtime/errors.h"
@@ -67,6 +68,8 @@ AOTIRT_API aotirt_stream* aotirt_handle_stream(const aotirt_handle* h) { AOTIRT_
 AOTIRT_API aotirt_status aotirt_handle_run(aotirt_handle* h, aotirt_tensor* const* inputs, size_t num_inputs,
                                            aotirt_tensor** outputs, size_t num_outputs) {
   AOTIRT_ENTRY();
+  // The one check automatic graphs (auto_graphs.h) add to the eager path.
+  if (AutoGraphs* graphs = h->auto_graphs()) return graphs->run(inputs, num_inputs, outputs, num_outputs);
   return h->run(inputs, num_inputs, outputs, num_outputs);
 }
 
@@ -88,7 +91,12 @@ AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* 
   return h->constants_blob_size(nbytes, exact);
 }
 
-AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) { AOTIRT_ENTRY(); return h->close(); }
+AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) {
+  AOTIRT_ENTRY();
+  // The graphs go first (their device memory with them): they borrow the handle.
+  if (AutoGraphs* graphs = h->auto_graphs()) graphs->clear();
+  return h->close();
+}
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { AOTIRT_ENTRY(); delete h; }
 
 }  // extern "C"

@@ -298,6 +298,13 @@ aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Ten
   return AOTIRT_OK;
 }
 
+size_t aotirt_graph::memory_bytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = memory_ ? memory_->live_bytes() : 0;
+  for (const Tensor* t : inputs_) total += t->storage->capacity;
+  return total;
+}
+
 aotirt_status aotirt_graph::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   cudaError_t destroyed = cudaSuccess;

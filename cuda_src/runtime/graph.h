@@ -44,6 +44,9 @@ struct aotirt_graph {
   // Borrowed; nullptr once closed.
   aotirt::Tensor* input(size_t i) const { return i < inputs_.size() ? inputs_[i] : nullptr; }
   aotirt::Tensor* output(size_t i) const { return i < outputs_.size() ? outputs_[i] : nullptr; }
+  // Device bytes the graph holds: its static inputs and its allocations
+  // alive between launches (graph_memory.h); 0 once closed.
+  size_t memory_bytes();
 
  private:
   aotirt_graph(aotirt_handle* handle, aotirt::StreamRef stream);

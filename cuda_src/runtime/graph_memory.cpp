@@ -23,18 +23,26 @@ GraphMemory::~GraphMemory() {
   // A graph allocation exists only from the graph's first launch on; before
   // that there is nothing to free (and freeing would be an error).
   if (launched_.load(std::memory_order_acquire))
-    for (void* data : allocations_) (void)cudaFreeAsync(data, launch.handle);
+    for (const Allocation& a : allocations_) (void)cudaFreeAsync(a.data, launch.handle);
 }
 
-void GraphMemory::allocated(void* data) {
+void GraphMemory::allocated(void* data, size_t nbytes) {
   std::lock_guard<std::mutex> lock(mutex_);
-  allocations_.push_back(data);
+  allocations_.push_back({data, nbytes});
 }
 
 void GraphMemory::freed(void* data) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = std::find(allocations_.begin(), allocations_.end(), data);
+  auto it = std::find_if(allocations_.begin(), allocations_.end(),
+                         [data](const Allocation& a) { return a.data == data; });
   if (it != allocations_.end()) allocations_.erase(it);
+}
+
+size_t GraphMemory::live_bytes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  size_t total = 0;
+  for (const Allocation& a : allocations_) total += a.nbytes;
+  return total;
 }
 
 void GraphMemory::keep(void* data, StreamRef stream, std::vector<StreamRef> users) {

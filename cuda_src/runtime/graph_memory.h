@@ -44,9 +44,12 @@ class GraphMemory : public RefCounted {
 
   Stream* launch_stream() const { return launch_stream_.get(); }
 
-  // An allocation node was added (allocated) or freed inside the capture.
-  void allocated(void* data);
+  // An allocation node of `nbytes` was added (allocated) or freed inside the capture.
+  void allocated(void* data, size_t nbytes);
   void freed(void* data);
+  // Bytes of the graph's allocations not freed inside it: alive between
+  // launches (the static outputs). Automatic graphs report it.
+  size_t live_bytes();
   // Pool memory of `stream`, made before the capture and let go during it:
   // freed once the graph is gone, after `stream` and `users` are done too.
   void keep(void* data, StreamRef stream, std::vector<StreamRef> users);
@@ -62,7 +65,11 @@ class GraphMemory : public RefCounted {
 
   StreamRef launch_stream_;
   std::mutex mutex_;
-  std::vector<void*> allocations_;  // allocated in the graph, not freed in it
+  struct Allocation {
+    void* data;
+    size_t nbytes;
+  };
+  std::vector<Allocation> allocations_;  // allocated in the graph, not freed in it
   std::vector<Kept> kept_;
   std::atomic<bool> launched_{false};
 };

@@ -13,6 +13,7 @@
 #include <utility>
 
 #include "aotirt/shim.h"
+#include "runtime/auto_graphs.h"  // the complete type ~aotirt_handle destroys
 #include "runtime/copy.h"
 #include "runtime/elf_check.h"
 #include "runtime/errors.h"
@@ -118,6 +119,8 @@ aotirt_handle::aotirt_handle(std::string path, int32_t device_type, int32_t devi
     : path_(std::move(path)), device_type_(device_type), device_index_(device_index) {}
 
 aotirt_handle::~aotirt_handle() { close(); }
+
+void aotirt_handle::set_auto_graphs(std::unique_ptr<AutoGraphs> graphs) { auto_graphs_ = std::move(graphs); }
 
 aotirt_status aotirt_handle::open_cpu(const std::string& path, aotirt_handle** out) {
   auto* handle = new (std::nothrow) aotirt_handle(path, AOTIRT_DEVICE_CPU, 0);

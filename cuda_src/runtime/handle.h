@@ -7,6 +7,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -19,6 +20,8 @@
 #include "runtime/tensor.h"
 
 namespace aotirt {
+
+class AutoGraphs;  // auto_graphs.h
 
 // One line of the shim table (include/aotirt/shim_table.h): an aoti_torch_*
 // function libaotirt implements, its family and its devices.
@@ -69,6 +72,10 @@ struct aotirt_handle {
   // Changes each time the model's weights are replaced: a CUDA graph
   // captured before reads the old weights' addresses, so it refuses to replay.
   uint64_t constants_version() const { return constants_version_.load(std::memory_order_acquire); }
+  // The automatic CUDA graphs of aotirt_handle_enable_graphs (auto_graphs.h),
+  // or nullptr: aotirt_handle_run's one check. Set once, before the first run.
+  aotirt::AutoGraphs* auto_graphs() const { return auto_graphs_.get(); }
+  void set_auto_graphs(std::unique_ptr<aotirt::AutoGraphs> graphs);
 
  protected:
   aotirt_handle(std::string path, int32_t device_type, int32_t device_index);
@@ -106,6 +113,8 @@ struct aotirt_handle {
   // A container with one model instance is not safe to run from two threads
   // at once; this makes concurrent run() calls take turns.
   std::mutex run_mutex_;
+  // Destroyed after close(): its graphs borrow this handle.
+  std::unique_ptr<aotirt::AutoGraphs> auto_graphs_;
 };
 
 namespace aotirt {

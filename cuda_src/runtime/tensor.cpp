@@ -171,7 +171,7 @@ aotirt_status allocate_in_graph(Storage& storage, CaptureState& capture) {
   }
   storage.owner = Storage::Owner::Graph;
   storage.graph_memory = capture.memory();
-  storage.graph_memory->allocated(storage.data);
+  storage.graph_memory->allocated(storage.data, storage.nbytes);
   return AOTIRT_OK;
 }
 

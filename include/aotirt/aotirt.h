@@ -386,6 +386,68 @@ AOTIRT_API aotirt_status aotirt_graph_close(aotirt_graph* g);
 // Closes (if needed) and frees the graph object. Before its handle's free.
 AOTIRT_API void aotirt_graph_free(aotirt_graph* g);
 
+// ---- automatic CUDA graphs and device-resident loops ---------------------------
+// Automatic graphs: once enabled, aotirt_handle_run keys each call by its
+// input signature (per input: dtype, sizes, strides, device; never the
+// address). The first AOTIRT_AUTO_GRAPH_EAGER_RUNS calls of a signature run
+// eagerly; the next one captures a graph of it (aotirt_graph_capture_feedback
+// with one warm-up run on the static inputs) and later calls of it copy their
+// inputs into the static inputs on the handle's stream (nothing for an input
+// that is the static input itself) and replay. The outputs are then new
+// tensors copied out of the static outputs on the stream, valid after later
+// calls, or with `static_outputs` set, aliases of the static outputs, which
+// the next call of that signature rewrites. At most `max_graphs` graphs are
+// kept (least recently used evicted); a graph captured before the weights
+// were replaced is dropped (an invalidation) and captured again. A library
+// that cannot be captured is remembered: the handle runs eagerly from then
+// on (aotirt_handle_graphs_disabled_reason says why), and the call whose
+// capture failed still returns its eager outputs. No host wait anywhere.
+// Call once per handle, before its first run, from one thread; a second call
+// is AOTIRT_ERROR_VALUE. A CPU handle accepts it and runs as before (its
+// statistics say enabled 0, and the reason).
+enum { AOTIRT_AUTO_GRAPH_EAGER_RUNS = 2 };
+AOTIRT_API aotirt_status aotirt_handle_enable_graphs(aotirt_handle* h, size_t max_graphs, int static_outputs);
+typedef struct aotirt_graph_stats {
+  int enabled;             // graphs are being captured and replayed (0: off, a CPU handle, or disabled)
+  size_t graphs;           // graphs in the cache now
+  uint64_t hits;           // calls (runs and loops) served by a cached graph
+  uint64_t captures;       // graphs captured
+  uint64_t evictions;      // graphs dropped to stay within max_graphs
+  uint64_t invalidations;  // graphs dropped because the weights were replaced
+  uint64_t eager_runs;     // runs (and loop steps) that ran eagerly while graphs were enabled
+  uint64_t memory_bytes;   // device bytes the cached graphs hold: static inputs + graph allocations
+                           // alive between launches (the static outputs)
+} aotirt_graph_stats;
+// All zero (enabled 0) for a handle whose graphs were never enabled.
+AOTIRT_API aotirt_status aotirt_handle_graph_stats(aotirt_handle* h, aotirt_graph_stats* out);
+// Why graphs do not run: NULL while they do; else the reason (never enabled,
+// a CPU handle, or the capture failure's message), valid for the handle's life.
+AOTIRT_API const char* aotirt_handle_graphs_disabled_reason(aotirt_handle* h);
+// 1 exactly once after a capture failed and the handle went eager, with
+// *reason (may be NULL) set to the failure's message; else 0. For a caller
+// that warns its user once (Python's RuntimeWarning).
+AOTIRT_API int aotirt_handle_take_graph_warning(aotirt_handle* h, const char** reason);
+// Runs `steps` (1 or more) steps of the model without a host wait: step 0 on
+// `inputs`; each later step on the same inputs but for those fed back:
+// `feedback_pairs` holds `n_feedback` pairs (output index, input index)
+// (2 * n_feedback values), and that output of one step is that input of the
+// next (it must have the input's dtype and shape: AOTIRT_ERROR_VALUE naming
+// both). For each of the `n_collect` output indices in `collect`,
+// collected[k] receives a new tensor of shape (steps, *that output's shape)
+// on the handle's device holding every step's output in step order (an
+// output whose shape changes between steps is AOTIRT_ERROR_VALUE). `outputs`
+// (NULL, or room for n_out == the number of outputs) receives the last
+// step's outputs, new tensors valid after later calls (aliases of static
+// outputs with static_outputs set). With graphs enabled on a CUDA handle,
+// the loop captures a graph with the feedback pairs (once per input
+// signature and pairs, kept in the same cache) and each step is one replay
+// plus the collect copies (device to device, on the handle's stream); else
+// each step is an eager run. Works for CPU handles too. No host wait.
+AOTIRT_API aotirt_status aotirt_handle_loop(aotirt_handle* h, aotirt_tensor* const* inputs, size_t n_in, size_t steps,
+                                            const size_t* feedback_pairs, size_t n_feedback, const size_t* collect,
+                                            size_t n_collect, aotirt_tensor** collected, aotirt_tensor** outputs,
+                                            size_t n_out);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -2,7 +2,21 @@
 # are what type checkers and editors see).
 import os
 from types import TracebackType
-from typing import Any, Dict, List, Literal, Optional, Protocol, Sequence, SupportsInt, Tuple, Type, TypeVar, Union
+from typing import (
+    Any,
+    Dict,
+    List,
+    Literal,
+    Optional,
+    Protocol,
+    Sequence,
+    SupportsInt,
+    Tuple,
+    Type,
+    TypedDict,
+    TypeVar,
+    Union,
+)
 
 import numpy as np
 import numpy.typing as npt
@@ -110,10 +124,41 @@ class Tensor:
         copy: Optional[bool] = ...,
     ) -> Any: ...
 
+class _GraphStats(TypedDict):
+    enabled: bool
+    graphs: int
+    hits: int
+    captures: int
+    evictions: int
+    invalidations: int
+    eager_runs: int
+    memory_bytes: int
+    disabled_reason: Optional[str]
+
 class AotiHandle:
     path: str
-    def __init__(self, path: Union[str, os.PathLike[str]], device: Literal["cpu"] = ...) -> None: ...
+    # graphs=True is accepted and does nothing on the CPU (graph_stats says why).
+    def __init__(
+        self,
+        path: Union[str, os.PathLike[str]],
+        device: Literal["cpu"] = ...,
+        *,
+        graphs: bool = ...,
+        max_graphs: int = ...,
+        outputs: Literal["copy", "static"] = ...,
+    ) -> None: ...
     def run(self, inputs: Sequence[_InputLike]) -> List[Tensor]: ...
+    # (collected: one (steps, *shape) Tensor per index in collect, the last step's outputs)
+    def loop(
+        self,
+        inputs: Sequence[_InputLike],
+        steps: int,
+        *,
+        feedback: Sequence[Tuple[int, int]] = ...,
+        collect: Sequence[int] = ...,
+    ) -> Tuple[List[Tensor], List[Tensor]]: ...
+    @property
+    def graph_stats(self) -> _GraphStats: ...
     def update_constants_from_blob(self, blob: Any) -> None: ...
     def close(self) -> None: ...
     def __enter__(self: _H) -> _H: ...
@@ -142,6 +187,10 @@ class CudaHandle(AotiHandle):
         path: Union[str, os.PathLike[str]],
         device: _DeviceLike = ...,
         stream: Optional[_StreamLike] = ...,
+        *,
+        graphs: bool = ...,
+        max_graphs: int = ...,
+        outputs: Literal["copy", "static"] = ...,
     ) -> None: ...
     @property
     def stream(self) -> Stream: ...
@@ -178,7 +227,8 @@ def set_cudnn_allow_tf32(flag: bool) -> None: ...
 def asarray(obj: _InputLike, device: _DeviceLike = ..., stream: Optional[_StreamLike] = ...,
             dtype: Optional[_DTypeLike] = ...) -> Tensor: ...
 def load(path: Union[str, os.PathLike[str]], device: Optional[_DeviceLike] = ..., *,
-         stream: Optional[_StreamLike] = ..., model: Optional[str] = ...) -> AotiHandle: ...
+         stream: Optional[_StreamLike] = ..., model: Optional[str] = ..., graphs: bool = ...,
+         max_graphs: int = ..., outputs: Literal["copy", "static"] = ...) -> AotiHandle: ...
 def empty(
     shape: Sequence[int], dtype: _DTypeLike = ..., device: _DeviceLike = ..., stream: Optional[_StreamLike] = ...
 ) -> Tensor: ...

@@ -157,6 +157,24 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
 
+    ctypedef struct aotirt_graph_stats:
+        int enabled
+        size_t graphs
+        uint64_t hits
+        uint64_t captures
+        uint64_t evictions
+        uint64_t invalidations
+        uint64_t eager_runs
+        uint64_t memory_bytes
+    aotirt_status aotirt_handle_enable_graphs(aotirt_handle* h, size_t max_graphs, int static_outputs)
+    aotirt_status aotirt_handle_graph_stats(aotirt_handle* h, aotirt_graph_stats* out)
+    const char* aotirt_handle_graphs_disabled_reason(aotirt_handle* h)
+    int aotirt_handle_take_graph_warning(aotirt_handle* h, const char** reason)
+    aotirt_status aotirt_handle_loop(aotirt_handle* h, aotirt_tensor* const* inputs, size_t n_in, size_t steps,
+                                     const size_t* feedback_pairs, size_t n_feedback, const size_t* collect,
+                                     size_t n_collect, aotirt_tensor** collected, aotirt_tensor** outputs,
+                                     size_t n_out)
+
     aotirt_status aotirt_graph_capture_feedback(aotirt_handle* h, aotirt_tensor* const* example_inputs, size_t n,
                                                 int warmup, const size_t* feedback, size_t num_feedback,
                                                 aotirt_graph** out)

@@ -1,11 +1,12 @@
 """Handles: a loaded model library, run from Python at C speed.
 
-Module order: cimports _errors, _device, _stream, _tensor, _convert and
-_graph; nothing of aotirt cimports it.
+Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph
+and _loop; nothing of aotirt cimports it.
 """
 
 import os
 import sys
+import warnings
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
 from libc.stdint cimport int32_t, uint8_t
@@ -13,7 +14,9 @@ from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
-    aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
+    aotirt_graph_stats, aotirt_handle_enable_graphs, aotirt_handle_free, aotirt_handle_graph_stats,
+    aotirt_handle_graphs_disabled_reason, aotirt_handle_input_name, aotirt_handle_is_closed,
+    aotirt_handle_take_graph_warning,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
@@ -24,6 +27,7 @@ from aotirt._convert cimport INLINE_ARGS, gather_inputs
 from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
+from aotirt._loop cimport run_loop
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
 from aotirt._tensor cimport Tensor, wrap_tensor
 
@@ -99,6 +103,17 @@ cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
     return outputs
 
 
+cdef tuple _graph_options(object graphs, object max_graphs, object outputs):
+    # Checked for every handle, graphs on or off: a wrong value is a mistake either way.
+    if outputs not in ("copy", "static"):
+        raise ValueError(f'outputs is "copy" or "static", got {outputs!r}')
+    if isinstance(max_graphs, bool) or not isinstance(max_graphs, int):
+        raise TypeError(f"max_graphs is a number of graphs (an int), got {type(max_graphs).__name__}")
+    if max_graphs < 1:
+        raise ValueError(f"max_graphs is 1 or more, got {max_graphs}")
+    return bool(graphs), <size_t>max_graphs, outputs == "static"
+
+
 cdef class AotiHandle:
     """A model library that exports the AOTInductor container C ABI.
 
@@ -112,6 +127,14 @@ cdef class AotiHandle:
         The model library (``.so``).
     device : "cpu"
         The device the library was built for.
+    graphs : bool
+        Accepted so that device-agnostic code (``aotirt.load(pkg,
+        graphs=True)``) runs CPU packages too; it does nothing on the CPU
+        (CUDA graphs record GPU work), and :attr:`graph_stats` says so.
+    max_graphs : int
+        As for :class:`CudaHandle` (checked, unused on the CPU).
+    outputs : "copy" or "static"
+        As for :class:`CudaHandle` (checked, unused on the CPU).
 
     Examples
     --------
@@ -127,11 +150,31 @@ cdef class AotiHandle:
     cdef readonly size_t num_outputs
     cdef int32_t _device_type
     cdef int _device_index
+    cdef bint _graphs  # automatic graphs enabled: runs may have a warning to give
 
-    def __init__(self, path, device="cpu"):
+    def __init__(self, path, device="cpu", *, graphs=False, max_graphs=8, outputs="copy"):
         if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
+        options = _graph_options(graphs, max_graphs, outputs)
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
+        self._enable_graphs(options)
+
+    cdef int _enable_graphs(self, tuple options) except -1:
+        graphs, max_graphs, static_outputs = options
+        if graphs:
+            check(aotirt_handle_enable_graphs(self._h, max_graphs, 1 if static_outputs else 0))
+            self._graphs = True
+        return 0
+
+    cdef int _warn_if_graphs_went_off(self) except -1:
+        # Once per handle, after the call whose capture failed (it still ran,
+        # eagerly). stacklevel 1: Cython frames are not Python frames, so the
+        # current Python frame is the caller's.
+        cdef const char* reason = NULL
+        if aotirt_handle_take_graph_warning(self._h, &reason):
+            warnings.warn(f"aotirt: CUDA graphs are off for {self.path}, which now runs eagerly: "
+                          f"{reason.decode('utf-8', 'replace')}", RuntimeWarning, stacklevel=1)
+        return 0
 
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
         _register_wheel_dirs()
@@ -175,6 +218,10 @@ cdef class AotiHandle:
         -------
         list of Tensor
             As soon as the work is queued; the data is there once read back.
+            With ``graphs=True`` (CUDA), a replay's outputs are copies of the
+            graph's static outputs, valid after later calls, or with
+            ``outputs="static"`` the static outputs themselves, which the
+            next call of the same input signature rewrites.
         """
         if self._h is NULL:
             raise ValueError("the handle failed to open")
@@ -199,6 +246,8 @@ cdef class AotiHandle:
                                   aotirt_handle_stream(self._h))
             with nogil:
                 status = aotirt_handle_run(self._h, c_in, n, c_out, n_out)
+            if self._graphs:
+                self._warn_if_graphs_went_off()
             check(status)
             return _wrap_outputs(c_out, n_out)
         finally:
@@ -206,6 +255,80 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
+
+    def loop(self, inputs, steps, *, feedback=(), collect=()):
+        """Run `steps` steps of the model on the device, without a host wait.
+
+        Step 0 runs on `inputs`; each later step on the same inputs, but for
+        those fed back: for each ``(i, j)`` in `feedback`, output ``i`` of a
+        step is input ``j`` of the next, on the device. The outputs named in
+        `collect` are stacked, step by step, into device tensors. With
+        ``graphs=True`` (CUDA) the loop captures a graph with the feedback
+        pairs (once per input signature and pairs, in the handle's graph
+        cache) and each step is one replay; else each step is a run.
+
+        Parameters
+        ----------
+        inputs : sequence
+            One per model input, as for :meth:`run`.
+        steps : int
+            1 or more.
+        feedback : sequence of (int, int)
+            (output index, input index) pairs; the output must have the
+            input's dtype and shape (ValueError naming both).
+        collect : sequence of int
+            Output indices to collect.
+
+        Returns
+        -------
+        (list of Tensor, list of Tensor)
+            ``collected``: one Tensor per index in `collect`, of shape
+            ``(steps, *output_shape)`` on the handle's device (an output
+            whose shape changes between steps is a ValueError); and the last
+            step's outputs, valid after later calls (with ``outputs="static"``
+            and graphs, the static outputs, rewritten by the next call).
+
+        Examples
+        --------
+        >>> (tokens,), _ = decoder.loop([hidden, token], 16, feedback=[(1, 1)], collect=[1])
+        >>> tokens.numpy()[:, 0]                     # the one host wait
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        try:
+            return run_loop(self._h, inputs, steps, feedback, collect, self._device_type, self._device_index)
+        finally:
+            if self._graphs:
+                self._warn_if_graphs_went_off()
+
+    @property
+    def graph_stats(self):
+        """The automatic graphs' counters, a dict.
+
+        ``enabled`` (graphs are captured and replayed), ``graphs`` (cached
+        now), ``hits`` (runs and loops served by a cached graph),
+        ``captures``, ``evictions`` (past ``max_graphs``), ``invalidations``
+        (weights replaced), ``eager_runs`` (runs and loop steps that ran
+        eagerly while graphs were on), ``memory_bytes`` (device memory the
+        cached graphs hold: static inputs and the graph allocations alive
+        between launches) and ``disabled_reason`` (None while enabled).
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        cdef aotirt_graph_stats stats
+        check(aotirt_handle_graph_stats(self._h, &stats))
+        cdef const char* reason = aotirt_handle_graphs_disabled_reason(self._h)
+        return {
+            "enabled": bool(stats.enabled),
+            "graphs": stats.graphs,
+            "hits": stats.hits,
+            "captures": stats.captures,
+            "evictions": stats.evictions,
+            "invalidations": stats.invalidations,
+            "eager_runs": stats.eager_runs,
+            "memory_bytes": stats.memory_bytes,
+            "disabled_reason": None if reason is NULL else reason.decode("utf-8", "replace"),
+        }
 
     def update_constants_from_blob(self, blob):
         """Load the model's weights from one blob (bytes, numpy array, ...).
@@ -303,6 +426,23 @@ cdef class CudaHandle(AotiHandle):
         :meth:`Stream.from_external` takes (torch, CuPy, cuda.core streams,
         cuda.bindings handles, an int address) runs the handle on that
         stream, which must outlive the handle and its outputs.
+    graphs : bool
+        Automatic CUDA graphs: :meth:`run` keys each call by its input
+        signature (dtypes, shapes, strides, devices); the first 2 calls of a
+        signature run eagerly, the 3rd captures it, and later ones copy
+        their inputs into the graph's static inputs on the stream and replay
+        it (one launch). A library that cannot be captured runs eagerly from
+        then on (one RuntimeWarning says why). :meth:`loop` replays a graph
+        with its feedback pairs.
+    max_graphs : int
+        Graphs kept (1 or more, default 8); the least recently used is
+        dropped past it. Replaced weights drop the graphs that read the old
+        ones. :attr:`graph_stats` counts it all.
+    outputs : "copy" or "static"
+        What a replay returns: "copy" (default), new tensors copied from the
+        static outputs on the stream, valid after later calls; "static", the
+        static outputs themselves, without a copy, rewritten by the next
+        call of the same signature.
 
     Raises
     ------
@@ -313,16 +453,18 @@ cdef class CudaHandle(AotiHandle):
 
     cdef Stream _stream
 
-    def __init__(self, path, device=0, stream=None):
+    def __init__(self, path, device=0, stream=None, *, graphs=False, max_graphs=8, outputs="copy"):
         device_type, device_index = parse_device(device)
         if device_type != AOTIRT_DEVICE_CUDA:
             raise ValueError(f"CudaHandle runs on a GPU; use AotiHandle for device {device!r}")
+        options = _graph_options(graphs, max_graphs, outputs)
         cdef Stream chosen = None
         if stream is not None:
             chosen = as_stream(stream, device_index)
         self._open(path, AOTIRT_DEVICE_CUDA, device_index, chosen._stream if chosen is not None else NULL)
         self._stream = stream_from_reference(aotirt_stream_retain(aotirt_handle_stream(self._h)),
                                              chosen._owner if chosen is not None else None)
+        self._enable_graphs(options)
 
     @property
     def stream(self):

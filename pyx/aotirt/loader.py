@@ -52,7 +52,7 @@ def cache_root():
     return os.path.join(root, "pt2")
 
 
-def load(path, device=None, *, stream=None, model=None):
+def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs=8, outputs="copy"):
     """Open an AOTInductor model: a library (.so) or a package (.pt2).
 
     Parameters
@@ -66,6 +66,15 @@ def load(path, device=None, *, stream=None, model=None):
         For a CUDA model: the stream to run on (default: the shared stream).
     model : str, optional
         Which model of a package holding several.
+    graphs : bool
+        Automatic CUDA graphs (see :class:`CudaHandle`): runs of a repeated
+        input signature are captured once and replayed. Accepted and a no-op
+        for a CPU model, so device-agnostic code runs either.
+    max_graphs : int
+        Graphs kept per handle (least recently used dropped past it).
+    outputs : "copy" or "static"
+        What graph replays return: copies valid after later calls, or the
+        static outputs, rewritten by the next call.
 
     Returns
     -------
@@ -89,7 +98,7 @@ def load(path, device=None, *, stream=None, model=None):
     if blob is not None:
         with open(blob, "rb") as f:
             blob = f.read()
-    return open_handle(library, device, stream, blob)
+    return open_handle(library, device, stream, blob, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
 
 
 def locate(path, model=None):
@@ -112,9 +121,11 @@ def locate(path, model=None):
     return path, None, None
 
 
-def open_handle(library, device, stream=None, blob=None):
+def open_handle(library, device, stream=None, blob=None, *, graphs=False, max_graphs=8, outputs="copy"):
     """An AotiHandle (CPU) or CudaHandle on `library`, with weights `blob`
-    (bytes-like or None) loaded; load() and models.open() share it.
+    (bytes-like or None) loaded and automatic graphs as asked; load() and
+    models.open() share it. The weights are loaded before any run, so no
+    graph ever reads the library's weights from before the blob.
 
     The handle is closed when the blob cannot be loaded, so that a failed
     load leaves no container behind.
@@ -123,9 +134,9 @@ def open_handle(library, device, stream=None, blob=None):
     from aotirt._handle import AotiHandle, CudaHandle
 
     if parse_device(device)[0] == DEVICE_CPU:
-        handle = AotiHandle(library)
+        handle = AotiHandle(library, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
     else:
-        handle = CudaHandle(library, device, stream=stream)
+        handle = CudaHandle(library, device, stream=stream, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
     if blob is not None:
         try:
             handle.update_constants_from_blob(blob)

@@ -70,7 +70,7 @@ def weights(name):
     return file
 
 
-def open(name, device="cpu", weights=None, stream=None):
+def open(name, device="cpu", weights=None, stream=None, *, graphs=False, max_graphs=8, outputs="copy"):
     """A handle on example model `name` for `device`, its weights loaded.
 
     Parameters
@@ -86,6 +86,9 @@ def open(name, device="cpu", weights=None, stream=None):
         could not tell a truncated file from a whole one.
     stream : Stream, object with ``__cuda_stream__``, or None
         For a GPU: the stream to run on (None: the device's shared stream).
+    graphs, max_graphs, outputs
+        Automatic CUDA graphs, as for :class:`~aotirt.CudaHandle` (a no-op
+        on the CPU).
 
     Examples
     --------
@@ -98,7 +101,7 @@ def open(name, device="cpu", weights=None, stream=None):
     blob = None
     if name in _layout.LAYOUT or weights is not None:
         blob = _read_weights(name, weights)
-    return open_handle(library, device, stream, blob)
+    return open_handle(library, device, stream, blob, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
 
 
 def _read_weights(name, file):

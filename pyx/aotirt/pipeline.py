@@ -1,11 +1,13 @@
 """The main job: an encoder once, then one greedy decoder step per token.
 
-On CUDA the whole loop is queued on one stream: each step's `next_token`
-output is the next step's `token` input without leaving the GPU, each token
-is gathered into a device buffer, and the tokens come back through one copy
-at the end. `sync_each` is the old behaviour, a copy after every step.
-`graph` replays the decoder step as a CUDA graph: one launch per step
-instead of one per kernel, and next_token fed back to token inside the graph.
+The decode loop is the decoder handle's own (``handle.loop``): each step's
+`next_token` output is the next step's `token` input without leaving the
+device, the tokens are collected into a device tensor, and they come back
+through one copy at the end. `sync_each` is the old behaviour, written out in
+Python: a copy after every step. `graph` opens the decoder with
+``graphs=True``: the loop then captures the step once as a CUDA graph with
+next_token fed back to token inside it, and each step is one launch instead
+of one per kernel.
 """
 
 import time
@@ -23,12 +25,14 @@ class GreedyDecoder:
     ----------
     device : "cpu" or "cuda:N"
     mode : "shared", "sync_each", "separate" or "graph"
-        shared: both handles on the device's shared stream, one copy at the
-        end. sync_each: the same, plus a copy of the token after every step
-        (what the reference backend used to do). separate: each handle on a
-        stream of its own (ordered by events), one copy at the end. graph:
-        as shared, with the decoder step captured once as a CUDA graph (on
-        the first decode) and replayed for every step; a GPU only.
+        shared: both handles on the device's shared stream, the steps run
+        by ``decoder.loop``, one copy at the end. sync_each: a Python loop of
+        ``run``, plus a copy of the token after every step (what the
+        reference backend used to do). separate: each handle on a stream of
+        its own (ordered by events), ``decoder.loop``, one copy at the end.
+        graph: as shared, the decoder opened with ``graphs=True``, so that
+        the loop captures the step once as a CUDA graph (on the first
+        decode) and replays it for every step; a GPU only.
     """
 
     def __init__(self, device="cuda:0", mode="shared"):
@@ -42,12 +46,10 @@ class GreedyDecoder:
         self.mode = mode
         own = mode == "separate" and not cpu
         self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
-        self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None)
-        self.graph = None  # the captured decoder step (mode "graph")
+        self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None,
+                                          graphs=mode == "graph")
 
     def close(self):
-        if self.graph is not None:
-            self.graph.close()
         self.encoder.close()
         self.decoder.close()
 
@@ -69,32 +71,23 @@ class GreedyDecoder:
         (hidden,) = self.encoder.run([frames])
         stream = getattr(self.decoder, "stream", None)
         token = aotirt.asarray(np.array([start_token], np.int64), self.device, stream=stream)
+        if self.mode == "sync_each":
+            return self._decode_syncing_each_step(hidden, token, steps, stream)
+        # next_token (output 1) becomes token (input 1) on the device, and
+        # is collected: (steps, 1) tokens.
+        (tokens,), _outputs = self.decoder.loop([hidden, token], steps, feedback=[(1, 1)], collect=[1])
+        return tokens.numpy().reshape(steps)  # the one host wait
+
+    def _decode_syncing_each_step(self, hidden, token, steps, stream):
+        # The comparison the other modes are measured against: the same
+        # steps, with a host wait (a copy of the token) after each.
         tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
-        if self.mode == "graph":
-            return self._decode_by_replays(hidden, token, tokens, steps)
-        # Looked up once: this loop is what time_side_by_side() measures.
-        run = self.decoder.run
-        sync_each = self.mode == "sync_each"
+        run = self.decoder.run  # looked up once: this loop is what time_side_by_side() measures
         for i in range(steps):
             _logits, token = run([hidden, token])
             tokens.narrow(0, i, 1).copy_(token)
-            if sync_each:
-                token.numpy()
-        return tokens.numpy()  # the one host wait
-
-    def _decode_by_replays(self, hidden, token, tokens, steps):
-        if self.graph is None:
-            # next_token (output 1) becomes token (input 1) inside the graph.
-            self.graph = self.decoder.capture([hidden, token], feedback=[(1, 1)])
-        # The first step copies this utterance's hidden and start token in;
-        # each later step takes the token the previous one fed back.
-        replay = self.graph.replay
-        _logits, next_token = replay([hidden, token])
-        tokens.narrow(0, 0, 1).copy_(next_token)  # before the next replay rewrites it
-        for i in range(1, steps):
-            replay()
-            tokens.narrow(0, i, 1).copy_(next_token)
-        return tokens.numpy()  # the one host wait
+            token.numpy()
+        return tokens.numpy()
 
 
 def time_side_by_side(decoders, frames, steps, repeats=5):
