@@ -126,8 +126,8 @@ def decode_reference(module, folder):
     tokens = greedy_tokens(module, LOOP_STEPS)
     np.save(os.path.join(folder, "loop_tokens.npy"), to_numpy(tokens))
     agreement, gap = transformers_agreement(module, tokens)
-    print(f"[{os.path.basename(folder)}] {LOOP_STEPS} greedy tokens, {len(set(tokens.tolist()))} distinct; transformers' own "
-          f"forward agrees on {agreement}; smallest top-2 logit gap {gap:.2e}", flush=True)
+    print(f"[{os.path.basename(folder)}] {LOOP_STEPS} greedy tokens, {len(set(tokens.tolist()))} distinct; "
+          f"transformers' own forward agrees on {agreement}; smallest top-2 logit gap {gap:.2e}", flush=True)
     return {"steps": LOOP_STEPS, "start_token": START_TOKEN, "start_position": 0, "feedback": [[0, 0], [1, 1]],
             "kv_cache": "static_decoder.StaticKVDecoder: buffers written by copy_ (not transformers' StaticCache)",
             "transformers_agreement": agreement, "min_top2_gap": gap}
