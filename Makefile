@@ -87,6 +87,7 @@ run-bench: $(HARNESS)
 	$(PY) bench/kernel_times.py --out $(RESULTS)
 	$(PY) bench/ops.py --out $(RESULTS)
 	$(PY) bench/zoo.py --out $(RESULTS)
+	$(PY) bench/decode.py --out $(RESULTS)
 	$(PY) bench/report.py $(RESULTS) --command "$(BENCH_COMMAND)" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.

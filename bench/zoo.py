@@ -196,15 +196,17 @@ def worker_main(kind):
 
 # ----------------------------------------------------------------------- driver
 
-def bench_model(name, folder, workers, reps, quick):
-    """The rows of one model: both workers set up, then `reps` rounds in turns."""
+def bench_model(name, folder, workers, reps, quick, case="zoo", aotirt_runners=AOTIRT_RUNNERS):
+    """The rows of one model: both workers set up, then `reps` rounds in turns.
+    bench/decode.py reuses it with its own case and aotirt worker (runners)."""
+    labels = {"aotirt": aotirt_runners, "torch": tuple(TORCH_RUNNERS)}
     answers, notes = {}, {}
     for side, worker in workers.items():
         try:
             answers[side] = worker.ask("setup", folder=folder)
             notes.update(answers[side]["notes"])
         except WorkerError as error:
-            for label in (AOTIRT_RUNNERS if side == "aotirt" else TORCH_RUNNERS):
+            for label in labels[side]:
                 notes[label] = f"failed: {error}"
     samples, active = {}, [side for side in workers if side in answers]
     if active:
@@ -215,7 +217,7 @@ def bench_model(name, folder, workers, reps, quick):
                     figures = workers[side].ask("rep", calls=calls, host_calls=host_calls,
                                                 gpu_calls=gpu_calls)["figures"]
                 except WorkerError as error:   # that side's rows say so; the other goes on
-                    for label in (AOTIRT_RUNNERS if side == "aotirt" else TORCH_RUNNERS):
+                    for label in labels[side]:
                         notes[label] = f"failed: {error}"
                         samples.pop(label, None)
                     active = [s for s in active if s != side]
@@ -228,8 +230,8 @@ def bench_model(name, folder, workers, reps, quick):
         except WorkerError:
             pass                     # the worker was restarted: nothing is left to free
     rows = []
-    for label in (*AOTIRT_RUNNERS, *TORCH_RUNNERS):
-        row = {"case": "zoo", "model": name, "runner": label, "us_per_call": None, "host_us_per_call": None,
+    for label in (*labels["aotirt"], *labels["torch"]):
+        row = {"case": case, "model": name, "runner": label, "us_per_call": None, "host_us_per_call": None,
                "gpu_us_per_call": None, "note": notes.get(label, "")}
         if label in samples and len(samples[label]) == reps:
             for key in ("us_per_call", "host_us_per_call", "gpu_us_per_call"):

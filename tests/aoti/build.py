@@ -14,6 +14,11 @@ file, torch_runner.py, the versions of torch, torchvision and transformers
 and the device, so a changed model, config or library rebuilds and an
 unchanged one is taken as it is (compiling takes about a minute per model).
 
+A decoder step of zoo.DECODE_LOOPS (a static KV cache: its outputs are its
+next inputs) also gets loop_tokens.npy, torch eager's greedy decode of
+meta["loop"]["steps"] tokens from its example inputs, computed before the
+export (which then sees the cache zeroed).
+
 On CUDA the zoo's folders also get, for the tests' diagnostics:
 expected_exact<i>.npy and meta["tf32_drift"] (float32 models: eager with
 TF32 off, and how far torch's default TF32 convolutions move eager from it),
@@ -110,6 +115,24 @@ def _exact_fp32(module, inputs):
             torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32 = saved
 
 
+def decode_reference(module, folder):
+    """A static-KV-cache decoder step's greedy decode in torch eager, from
+    its example inputs (loop_tokens.npy, int64 [steps]), and what the tests
+    need to redo it; the cache is left zeroed, as the export must see it."""
+    import numpy as np
+
+    from static_decoder import LOOP_STEPS, START_TOKEN, greedy_tokens, transformers_agreement
+
+    tokens = greedy_tokens(module, LOOP_STEPS)
+    np.save(os.path.join(folder, "loop_tokens.npy"), to_numpy(tokens))
+    agreement, gap = transformers_agreement(module, tokens)
+    print(f"[{os.path.basename(folder)}] {LOOP_STEPS} greedy tokens, {len(set(tokens.tolist()))} distinct; "
+          f"transformers' own forward agrees on {agreement}; smallest top-2 logit gap {gap:.2e}", flush=True)
+    return {"steps": LOOP_STEPS, "start_token": START_TOKEN, "start_position": 0, "feedback": [[0, 0], [1, 1]],
+            "kv_cache": "static_decoder.StaticKVDecoder: buffers written by copy_ (not transformers' StaticCache)",
+            "transformers_agreement": agreement, "min_top2_gap": gap}
+
+
 def build_one(name, device, folder):
     """Export and compile `name`; writes folder/pending.json (meta.json is
     written by the parent once the package is final)."""
@@ -117,7 +140,7 @@ def build_one(name, device, folder):
     import torch
 
     sys.path.insert(0, HERE)
-    from zoo import DYNAMIC_BATCH, MODELS, NON_STRICT, ZOO
+    from zoo import DECODE_LOOPS, DYNAMIC_BATCH, MODELS, NON_STRICT, ZOO
 
     make_module, make_inputs, dtype = MODELS[name]
     print(f"[{name}] building the module ({dtype}) for {device}", flush=True)
@@ -153,6 +176,8 @@ def build_one(name, device, folder):
                 for i, y in enumerate(exact):
                     np.save(os.path.join(folder, f"expected_exact{i}.npy"), to_numpy(y))
                 meta["tf32_drift"] = [relative_error(y, e) for y, e in zip(expected, exact)]
+    if name in DECODE_LOOPS:
+        meta["loop"] = decode_reference(module, folder)
     start = time.time()
     dynamic_shapes = None
     if name in DYNAMIC_BATCH:

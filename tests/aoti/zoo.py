@@ -8,10 +8,14 @@ ZOO (issue 14) holds users' models as they come: torchvision and
 transformers architectures built from configs with random weights (nothing
 is downloaded), compiled for CUDA only, with inductor's DEFAULT configs plus
 link_libtorch=False (build.py). torchvision and transformers are imported
-when a zoo model is built, never by this module itself.
+when a zoo model is built, never by this module itself. llama_decode_f32 is
+one greedy step of a Llama decoder with a static KV cache held as mutable
+buffers (static_decoder.py, issue 16).
 """
 
 import torch
+
+from static_decoder import llama_static_decoder, step_inputs
 
 
 class MLP(torch.nn.Module):
@@ -214,10 +218,16 @@ ZOO = {
     "whisper_encoder": (whisper_encoder, _seeded(((1, 80, 3000), torch.float32)), "float32"),
     "llama_bf16": (llama_decoder, _seeded(((1, 64), torch.int64)), "bfloat16"),
     "gemma_f32": (gemma_decoder, _seeded(((1, 64), torch.int64)), "float32"),
+    "llama_decode_f32": (llama_static_decoder, step_inputs, "float32"),
     "sdpa_bf16": (Attention, _attention_inputs(torch.bfloat16), "bfloat16"),
     "sdpa_f32": (Attention, _attention_inputs(torch.float32), "float32"),
 }
 MODELS.update(ZOO)
 
 # Exported with strict=False (transformers' models do not trace strictly).
-NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32"}
+NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32", "llama_decode_f32"}
+
+# Greedy decoder steps with a static KV cache (static_decoder.py, issue 16):
+# their outputs are their next inputs, and build.py also saves torch eager's
+# tokens of a whole greedy decode from their example inputs (loop_tokens.npy).
+DECODE_LOOPS = {"llama_decode_f32"}

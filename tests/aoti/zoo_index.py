@@ -32,10 +32,10 @@ def _version(package):
 
 def cache_key(device):
     """The folder name (under the cache) of `device`'s models: a hash of the
-    zoo, the build, torch's runner helper, the versions of torch,
+    zoo (static_decoder.py with it), the build, torch's runner helper, the versions of torch,
     torchvision and transformers, and the device."""
     digest = hashlib.sha256()
-    for name in ("zoo.py", "build.py", "torch_runner.py"):
+    for name in ("zoo.py", "static_decoder.py", "build.py", "torch_runner.py"):
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     for package in ("torch", "torchvision", "transformers"):
