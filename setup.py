@@ -71,6 +71,7 @@ TESTING_CUDA_MODELS = {
     "uncapturable": ["models/container.cpp", "models/testing/uncapturable.cpp"],
     "sdpa": ["models/container.cpp", "models/testing/sdpa.cpp"],
     "fallback_ops": ["models/container.cpp", "models/testing/fallback_ops.cpp"],
+    "sort_ops": ["models/container.cpp", "models/testing/sort_ops.cpp"],
 }
 VERBOSE = os.environ.get("AOTIRT_BUILD_VERBOSE") == "1"
 

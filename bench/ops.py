@@ -1,7 +1,7 @@
-"""GPU time per call of aotirt's convolution and attention shims against
-torch's ops on the same shapes; one JSON row per shape on stdout.
+"""GPU time per call of aotirt's convolution, attention and sorting shims
+against torch's ops on the same shapes; one JSON row per shape on stdout.
 
-    python bench/ops.py [--quick] [--out FILE] [--only conv,attention]
+    python bench/ops.py [--quick] [--out FILE] [--only conv,attention,sort]
 
 Shapes: the distinct convolutions of torchvision's resnet18 and
 mobilenet_v2 at batch 2, 224x224 (read off the torch modules by forward
@@ -9,7 +9,9 @@ hooks in the torch worker), channels-last as Inductor's layout optimization
 hands them; a Whisper-style Conv1d front end; attention at sequence lengths
 128, 512, 1024 and 4096, head sizes 64 and 128, causal or not, in float32,
 float16 and bfloat16, and grouped-query (8 query heads over 2 key/value
-heads).
+heads); topk and sort as sampling and argsort use them (vocabulary-sized
+rows, many short rows, one long row; aotirt's topk is a full sort and a
+gather, so it is expected to trail torch's radix select).
 
 aotirt's side runs in a worker without torch that calls the shims through
 ctypes as a model library does (the attention shim the one that torch's
@@ -54,6 +56,18 @@ WHISPER_FRONT_END = [  # Whisper's two Conv1d, on 80 mel bins x 3000 frames (d_m
 ]
 
 
+SORT_CASES = [  # op, shape, dim, k (topk), descending/largest, dtype
+    {"op": "topk", "model": "sampling", "input": [8, 128256], "dim": -1, "k": 50, "descending": True},
+    {"op": "topk", "model": "sampling", "input": [8, 128256], "dim": -1, "k": 50, "descending": True,
+     "dtype": "bfloat16"},
+    {"op": "topk", "model": "sampling", "input": [64, 32000], "dim": -1, "k": 8, "descending": True},
+    {"op": "sort", "model": "top-p sampling", "input": [8, 128256], "dim": -1, "descending": True},
+    {"op": "sort", "model": "argsort", "input": [4096, 64], "dim": -1, "descending": False},
+    {"op": "sort", "model": "argsort", "input": [1, 1 << 20], "dim": -1, "descending": False},
+    {"op": "sort", "model": "argsort", "input": [1 << 16, 16], "dim": 0, "descending": False, "dtype": "int64"},
+]
+
+
 def attention_cases():
     cases = []
     for dtype in DTYPES:
@@ -75,6 +89,10 @@ def describe(case):
         return (f"B{case['batch']} H{heads} L{case['seq']} E{case['head_dim']}"
                 + (" causal" if case["causal"] else ""))
     dims = lambda v: "x".join(map(str, v))  # noqa: E731
+    if case["op"] in ("topk", "sort"):
+        order = ("largest" if case["op"] == "topk" else "descending") if case["descending"] else "ascending"
+        k = f" k{case['k']}" if case["op"] == "topk" else ""
+        return f"x {dims(case['input'])} dim{case['dim']}{k} {order}"
     text = (f"x {dims(case['input'])} w {dims(case['weight'])} s{dims(case['stride'])} p{dims(case['padding'])}"
             f" d{dims(case['dilation'])} g{case['groups']}")
     return text + (" +bias" if case.get("bias") else "")
@@ -199,12 +217,36 @@ class AotirtWorker:
                     slot.value = None
         return call, shim
 
+    def setup_sort(self, case):
+        import ctypes
+
+        sc = self.sc
+        x = self.tensor(case["input"], case["dtype"], seed=1)
+        values, indices = sc.H(), sc.H()
+        rets = (ctypes.byref(values), ctypes.byref(indices))
+        if case["op"] == "topk":
+            fn = self._shim("aoti_torch_cuda_topk", sc.H, sc.I64, sc.I64, sc.I32, sc.I32, sc.P, sc.P)
+            args = (x.ptr, case["k"], case["dim"], int(case["descending"]), 1, *rets)
+        else:
+            fn = self._shim("aoti_torch_cuda_sort_stable", sc.H, sc.P, sc.I64, sc.I32, sc.P, sc.P)
+            args = (x.ptr, None, case["dim"], int(case["descending"]), *rets)
+        self.keep += [rets]
+
+        def call():
+            self._checked(fn(*args))
+            for slot in (values, indices):
+                self.delete(slot)
+                slot.value = None
+        return call, case["op"]
+
     def setup(self, request):
         self.keep, self.call = [], None
         self.timer.reset()
         case = request["case"]
         if case["op"] == "sdpa":
             call, shim = self.setup_sdpa(case, request["shim"])
+        elif case["op"] in ("topk", "sort"):
+            call, shim = self.setup_sort(case)
         else:
             call, shim = self.setup_conv(case)
         for _ in range(3):                          # plans are built here, not in the timed calls
@@ -292,6 +334,14 @@ class TorchWorker:
             answer["backend"] = BACKENDS.get(int(choice), str(choice))
             kwargs = {"is_causal": causal, "enable_gqa": True} if gqa else {"is_causal": causal}
             call = lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
+        elif case["op"] in ("topk", "sort"):
+            x = self.tensor(case["input"], case["dtype"], seed=1)
+            dim, descending = case["dim"], case["descending"]
+            if case["op"] == "topk":
+                call = lambda: torch.topk(x, case["k"], dim, descending)  # noqa: E731
+            else:
+                call = lambda: torch.sort(x, dim=dim, descending=descending)  # noqa: E731
+            answer["backend"] = "native"
         else:
             cl = case.get("layout") == "channels_last"
             x = self.tensor(case["input"], case["dtype"], cl, 1)
@@ -349,7 +399,8 @@ def time_case(case, workers, reps):
     except WorkerError as error:
         theirs = None
         notes.append(f"torch: {error}")
-    shim = aotirt_shim(case, row.get("torch_backend")) if case["op"] == "sdpa" else "convolution"
+    shim = aotirt_shim(case, row.get("torch_backend")) if case["op"] == "sdpa" else \
+        case["op"] if case["op"] in ("topk", "sort") else "convolution"
     if case["op"] == "sdpa" and row.get("torch_backend") not in (None, "flash", "efficient", "cudnn"):
         notes.append(f"torch has no fused kernel for this shape ({row['torch_backend']})")
     row["aotirt_shim"] = shim
@@ -392,7 +443,8 @@ def time_case(case, workers, reps):
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(parser)
-    parser.add_argument("--only", default="conv,attention", help="conv, attention or both (comma-separated)")
+    parser.add_argument("--only", default="conv,attention,sort",
+                        help="conv, attention, sort, or several (comma-separated)")
     args = parser.parse_args()
     if args.worker:
         worker_main(args.worker)
@@ -415,6 +467,8 @@ def main():
             cases += WHISPER_FRONT_END
         if "attention" in parts:
             cases += attention_cases()
+        if "sort" in parts:
+            cases += [dict(case) for case in SORT_CASES]
         for case in cases:
             case.setdefault("dtype", "float32")
             emit(time_case(case, (workers["aotirt"], workers["torch"]), reps))

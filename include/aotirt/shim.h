@@ -159,6 +159,23 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
                                                       AtenTensorHandle* ret0);
 
+// Sorting (aten.sort, aten.sort.stable, aten.topk): values and int64
+// indices, torch's order (NaN largest), always stable; CPU and CUDA.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                           int32_t descending, AtenTensorHandle* ret0,
+                                                           AtenTensorHandle* ret1);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                    int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort(AtenTensorHandle self, int64_t dim, int32_t descending,
+                                                     AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim,
+                                                            int32_t descending, AtenTensorHandle* ret0,
+                                                            AtenTensorHandle* ret1);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
+                                                     int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

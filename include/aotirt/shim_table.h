@@ -5,7 +5,7 @@
 // `family` names where the implementation lives under cuda_src/shims/
 // ("tensor": tensor_attributes.cpp, "memory": memory.cpp, "stream":
 // streams.cpp, "diagnostics": diagnostics.cpp; "matmul", "attention",
-// "convolution", "scan": the folder of that name); `devices`: "cpu", "cuda"
+// "convolution", "scan", "sort": the folder of that name); `devices`: "cpu", "cuda"
 // or "any" (the device of the tensors it takes).
 //
 // The one list of the shims: the load-time check of a model library
@@ -81,5 +81,11 @@ AOTIRT_SHIM(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu, "attenti
 AOTIRT_SHIM(aoti_torch_cpu_convolution,                                 "convolution",  "cpu")
 AOTIRT_SHIM(aoti_torch_cuda_convolution,                                "convolution",  "cuda")
 AOTIRT_SHIM(aoti_torch_cpu_cumsum,                                      "scan",         "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_sort,                                         "sort",         "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_sort_stable,                                  "sort",         "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_topk,                                         "sort",         "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_sort,                                        "sort",         "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_sort_stable,                                 "sort",         "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_topk,                                        "sort",         "cuda")
 
 #undef AOTIRT_SHIM

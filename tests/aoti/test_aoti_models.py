@@ -31,7 +31,7 @@ from zoo_index import torch_python  # noqa: E402
 CACHE = os.environ.get("AOTIRT_AOTI_CACHE", os.path.join(REPO, ".cache", "aoti"))
 BUILD = os.path.join(REPO, "tests", "aoti", "build.py")
 MODELS = ["mlp", "transformer_f32", "transformer_bf16", "conv_block", "two_outputs", "strided_view",
-          "int_ops", "mlp_default_gemm", "mlp_f16", "mlp_blob"]
+          "int_ops", "mlp_default_gemm", "mlp_f16", "mlp_blob", "sort_ops"]
 TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 
 _roots = {}
@@ -109,7 +109,7 @@ def check_model(name, device):
 
 
 @pytest.mark.parametrize("name", ["mlp", "two_outputs", "strided_view", "int_ops", "conv_block",
-                                  "transformer_f32", "mlp_blob"])
+                                  "transformer_f32", "mlp_blob", "sort_ops"])
 def test_cpu_models_match_torch(name):
     check_model(name, "cpu")
 

@@ -79,6 +79,18 @@ class IntOps(torch.nn.Module):
         return (tokens * 3 + counts.to(torch.int64)).cumsum(-1), counts.to(torch.float32).sum(-1)
 
 
+class SortOps(torch.nn.Module):
+    """Top-k sampling's selection and argsort: aten.topk, aten.sort.stable and
+    aten.sort, which AOTInductor leaves to the fallback shims. The keys are
+    the inputs themselves (times 2, exactly), so orders are exact."""
+
+    def forward(self, logits, ids):
+        values, indices = (logits * 2.0).topk(5, dim=-1)
+        order = torch.argsort(logits, dim=0, descending=True, stable=True)
+        ids_sorted, ids_order = torch.sort(ids, dim=-1, stable=True)
+        return values, indices, order, ids_sorted, ids_order, torch.sort(logits, dim=-1).values
+
+
 def _seeded(*shapes_and_dtypes):
     def make(device):
         g = torch.Generator().manual_seed(1234)
@@ -102,6 +114,7 @@ MODELS = {
     "two_outputs": (TwoOutputs, _seeded(((4, 32), torch.float32), ((4, 16), torch.bool)), "float32"),
     "strided_view": (StridedViewOutput, _seeded(((6, 24), torch.float32)), "float32"),
     "int_ops": (IntOps, _seeded(((3, 10), torch.int64), ((3, 10), torch.int32)), "int64"),
+    "sort_ops": (SortOps, _seeded(((4, 100), torch.float32), ((4, 30), torch.int64)), "float32"),
     "mlp_default_gemm": (MLP, _seeded(((8, 64), torch.float32)), "float32"),
     "mlp_f16": (MLP, _seeded(((8, 64), torch.float16)), "float16"),
 }
