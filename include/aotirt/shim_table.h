@@ -5,7 +5,7 @@
 // `family` names where the implementation lives under cuda_src/shims/
 // ("tensor": tensor_attributes.cpp, "memory": memory.cpp, "stream":
 // streams.cpp, "diagnostics": diagnostics.cpp; "matmul", "attention",
-// "convolution", "scan": the folder of that name); `devices`: "cpu", "cuda"
+// "convolution", "scan", "control", "indexing": the folder of that name); `devices`: "cpu", "cuda"
 // or "any" (the device of the tensors it takes).
 //
 // The one list of the shims: the load-time check of a model library
@@ -81,5 +81,18 @@ AOTIRT_SHIM(aoti_torch_cpu__scaled_dot_product_flash_attention_for_cpu, "attenti
 AOTIRT_SHIM(aoti_torch_cpu_convolution,                                 "convolution",  "cpu")
 AOTIRT_SHIM(aoti_torch_cuda_convolution,                                "convolution",  "cuda")
 AOTIRT_SHIM(aoti_torch_cpu_cumsum,                                      "scan",         "cpu")
+AOTIRT_SHIM(aoti_torch_item_bool,                                       "control",      "any")
+AOTIRT_SHIM(aoti_torch_assign_tensors_out,                              "control",      "any")
+AOTIRT_SHIM(aoti_torch_scatter_out,                                     "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_scatter_reduce_out,                              "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_index_put_out,                                   "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_src_out,                             "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_value_out,                           "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_reduce_two_out,                      "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_index_put,                                   "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_src_out,                            "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_value_out,                          "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_reduce_two_out,                     "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_index_put,                                  "indexing",     "cuda")
 
 #undef AOTIRT_SHIM
