@@ -176,6 +176,56 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle sel
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest,
                                                      int32_t sorted, AtenTensorHandle* ret0, AtenTensorHandle* ret1);
 
+// Control flow (what Inductor's torch.cond / while_loop code calls).
+// item_bool reads a one-element tensor of any dtype as a bool (non-zero is
+// true). For a CUDA tensor that is a host read, a wait: it goes through the
+// copy routine, and is refused while a CUDA graph is being captured.
+// assign_tensors_out makes a second handle to src's tensor (an alias).
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_item_bool(AtenTensorHandle tensor, bool* ret_value);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_assign_tensors_out(AtenTensorHandle src, AtenTensorHandle* ret_dst);
+
+// Scatter and index_put (aten.scatter / scatter_reduce.two / index_put_,
+// torch semantics; cuda_src/shims/indexing/indexing.h says what each does).
+// out has self's shape and dtype and first receives a copy of self (unless it
+// is self). reduce: "sum", "prod", "mean", "amax", "amin". index: int64 or
+// int32; index_put's indices may be NULL (a full slice) and, on the CPU
+// only, bool masks. Out-of-range indices: an error on the CPU; skipped on
+// CUDA (torch device-asserts there). dtypes: uint8, int8, int16, int32,
+// int64, float16, bfloat16, float32, float64, bool.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_scatter_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
+                                                       AtenTensorHandle index, AtenTensorHandle src);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_scatter_reduce_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                              int64_t dim, AtenTensorHandle index,
+                                                              AtenTensorHandle src, const char* reduce,
+                                                              int32_t include_self);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                         const AtenTensorHandle* indices, const uint32_t num_indices,
+                                                         const AtenTensorHandle values, bool accumulate);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                               int64_t dim, AtenTensorHandle index,
+                                                               AtenTensorHandle src);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                 int64_t dim, AtenTensorHandle index, double value);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                      int64_t dim, AtenTensorHandle index,
+                                                                      AtenTensorHandle src, const char* reduce,
+                                                                      int32_t include_self);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                         int64_t indices_len_, AtenTensorHandle values,
+                                                         int32_t accumulate, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                int64_t dim, AtenTensorHandle index,
+                                                                AtenTensorHandle src);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                  int64_t dim, AtenTensorHandle index, double value);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                                       int64_t dim, AtenTensorHandle index,
+                                                                       AtenTensorHandle src, const char* reduce,
+                                                                       int32_t include_self);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
+                                                          int64_t indices_len_, AtenTensorHandle values,
+                                                          int32_t accumulate, AtenTensorHandle* ret0);
+
 #ifdef __cplusplus
 }  // extern "C"
 #endif

@@ -5,8 +5,9 @@
 // `family` names where the implementation lives under cuda_src/shims/
 // ("tensor": tensor_attributes.cpp, "memory": memory.cpp, "stream":
 // streams.cpp, "diagnostics": diagnostics.cpp; "matmul", "attention",
-// "convolution", "scan", "sort": the folder of that name); `devices`: "cpu", "cuda"
-// or "any" (the device of the tensors it takes).
+// "convolution", "scan", "sort", "control", "indexing": the folder of that
+// name); `devices`: "cpu", "cuda" or "any" (the device of the tensors it
+// takes).
 //
 // The one list of the shims: the load-time check of a model library
 // (runtime/handle.cpp) names the aoti_torch_* functions it needs that are not
@@ -87,5 +88,18 @@ AOTIRT_SHIM(aoti_torch_cpu_topk,                                         "sort",
 AOTIRT_SHIM(aoti_torch_cuda_sort,                                        "sort",         "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_sort_stable,                                 "sort",         "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_topk,                                        "sort",         "cuda")
+AOTIRT_SHIM(aoti_torch_item_bool,                                       "control",      "any")
+AOTIRT_SHIM(aoti_torch_assign_tensors_out,                              "control",      "any")
+AOTIRT_SHIM(aoti_torch_scatter_out,                                     "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_scatter_reduce_out,                              "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_index_put_out,                                   "indexing",     "any")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_src_out,                             "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_value_out,                           "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_scatter_reduce_two_out,                      "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_index_put,                                   "indexing",     "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_src_out,                            "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_value_out,                          "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_scatter_reduce_two_out,                     "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_index_put,                                  "indexing",     "cuda")
 
 #undef AOTIRT_SHIM

@@ -26,7 +26,8 @@ LIB.aotirt_last_error_message.restype = ctypes.c_char_p
 # Where each family's shims are defined, under cuda_src/shims/.
 FAMILIES = {"tensor": "tensor_attributes.cpp", "memory": "memory.cpp", "stream": "streams.cpp",
             "diagnostics": "diagnostics.cpp", "matmul": "matmul", "attention": "attention",
-            "convolution": "convolution", "scan": "scan", "sort": "sort"}
+            "convolution": "convolution", "scan": "scan", "sort": "sort", "control": "control",
+            "indexing": "indexing"}
 DEVICES = {"cpu", "cuda", "any"}
 
 
