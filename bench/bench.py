@@ -65,6 +65,19 @@ def harness_dispatch_rows(harness, devices, calls):
     return [json.loads(line) for line in proc.stdout.splitlines() if line.startswith("{")]
 
 
+def c_inproc_host_us(handle, inputs, calls, batch=100):
+    """Microseconds per run from C (aotirt._testing.c_runs) in this process:
+    batches of `batch`, drained in between outside the timed region."""
+    from aotirt._testing import c_runs
+
+    elapsed = 0.0
+    for _ in range(calls // batch):
+        seconds, last = c_runs(handle, inputs, batch)
+        elapsed += seconds
+        read_back([last])
+    return elapsed / (calls // batch * batch) * 1e6
+
+
 def bench_dispatch(devices, calls, sink, harness=None):
     """add_mul runs per call, from Python and, given the C harness, from C.
 
@@ -96,9 +109,14 @@ def bench_dispatch(devices, calls, sink, harness=None):
                     return handle.run(inputs)
                 samples.setdefault((device, "python"), []).append(us_per_call(call, calls, read_back))
                 samples.setdefault((device, "python_host"), []).append(host_us_per_call(call, calls, read_back))
+                # The same runs from C in this process (aotirt._testing.c_runs),
+                # batched as host_us_per_call batches Python's: the gap to
+                # python_host is the Python layer's own cost, with the caches,
+                # the core and the allocator state of one process.
+                samples.setdefault((device, "c_inproc_host"), []).append(c_inproc_host_us(handle, inputs, calls))
 
     for device in devices:
-        for api in ("c", "c_host", "c_floor", "python", "python_host"):
+        for api in ("c", "c_host", "c_floor", "c_inproc_host", "python", "python_host"):
             if (device, api) in samples:
                 emit({"case": "dispatch", "device": device, "api": api, "calls": calls,
                       "us_per_call": round(statistics.median(samples[device, api]), 3)}, sink)

@@ -307,10 +307,12 @@ def main():
     out.append("")
     out.append("`c`/`python`: 20,000 runs back to back (on CUDA the launch queue fills, so the GPU's "
                "pace shows too); `c_host`/`python_host`: batches of 100 drained in between, the host's "
-               "own cost; `c_floor`: the same kernel launched with no handle. C and Python take turns, "
+               "own cost; `c_inproc_host`: the same batches from C inside the Python process "
+               "(`aotirt._testing.c_runs`), the like-for-like figure for the Python layer's cost; "
+               "`c_floor`: the same kernel launched with no handle. C and Python take turns, "
                "one repetition each per round, so that both see the same host.")
     for device in ["cpu", "cuda:0"]:
-        for py_api, c_api in (("python", "c"), ("python_host", "c_host")):
+        for py_api, c_api in (("python", "c"), ("python_host", "c_host"), ("python_host", "c_inproc_host")):
             py = find(rows, case="dispatch", device=device, api=py_api)
             c = find(rows, case="dispatch", device=device, api=c_api)
             if py and c:

@@ -1,7 +1,7 @@
 """Handles: a loaded model library, run from Python at C speed.
 
 Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph
-and _loop; nothing of aotirt cimports it.
+and _loop; only _testing cimports it (_handle.pxd declares the classes).
 """
 
 import os
@@ -144,13 +144,6 @@ cdef class AotiHandle:
     array([2., 2., 2., 2.], dtype=float32)
     """
 
-    cdef aotirt_handle* _h
-    cdef readonly str path
-    cdef readonly size_t num_inputs
-    cdef readonly size_t num_outputs
-    cdef int32_t _device_type
-    cdef int _device_index
-    cdef bint _graphs  # automatic graphs enabled: runs may have a warning to give
 
     def __init__(self, path, device="cpu", *, graphs=False, max_graphs=8, outputs="copy"):
         if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
@@ -451,7 +444,6 @@ cdef class CudaHandle(AotiHandle):
         ``cudaErrorNoDevice``).
     """
 
-    cdef Stream _stream
 
     def __init__(self, path, device=0, stream=None, *, graphs=False, max_graphs=8, outputs="copy"):
         device_type, device_index = parse_device(device)
