@@ -144,7 +144,6 @@ cdef class AotiHandle:
     array([2., 2., 2., 2.], dtype=float32)
     """
 
-
     def __init__(self, path, device="cpu", *, graphs=False, max_graphs=8, outputs="copy"):
         if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
@@ -443,7 +442,6 @@ cdef class CudaHandle(AotiHandle):
         When there is no usable GPU (the error carries CUDA's name, e.g.
         ``cudaErrorNoDevice``).
     """
-
 
     def __init__(self, path, device=0, stream=None, *, graphs=False, max_graphs=8, outputs="copy"):
         device_type, device_index = parse_device(device)

@@ -41,7 +41,7 @@ def c_runs(AotiHandle handle not None, inputs, size_t calls):
     cdef aotirt_tensor** c_in = <aotirt_tensor**>malloc((n if n else 1) * sizeof(aotirt_tensor*))
     cdef aotirt_tensor** c_out = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
     cdef aotirt_tensor** last = <aotirt_tensor**>malloc(n_out * sizeof(aotirt_tensor*))
-    cdef size_t i, k
+    cdef size_t i, k, _call
     cdef aotirt_status status = AOTIRT_OK
     cdef timespec start, end
     try:
@@ -53,7 +53,7 @@ def c_runs(AotiHandle handle not None, inputs, size_t calls):
             last[k] = NULL
         with nogil:
             clock_gettime(CLOCK_MONOTONIC, &start)
-            for i in range(calls):
+            for _call in range(calls):
                 status = aotirt_handle_run(handle._h, c_in, n, c_out, n_out)
                 if status != AOTIRT_OK:
                     break
