@@ -23,5 +23,7 @@ run() {  # tool, log name, pytest arguments...
 
 # The fault test is left out: it faults on purpose.
 run memcheck memcheck tests/runtime/test_gpu_handle.py tests/examples/test_kernels.py tests/examples/test_pipeline_models.py \
-    tests/shims/test_matmul_shims.py -m gpu
+    tests/shims/test_matmul_shims.py tests/shims/test_cublas_loader.py tests/shims/test_sort_gpu.py \
+    tests/shims/test_indexing_shims_gpu.py tests/shims/test_control_shims_gpu.py \
+    tests/runtime/test_auto_graphs.py tests/runtime/test_loop.py -m gpu
 run racecheck racecheck tests/examples/test_kernels.py -m gpu
