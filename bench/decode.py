@@ -43,7 +43,7 @@ sys.path.insert(0, BENCH)
 import zoo as zoo_bench  # noqa: E402  (bench/zoo.py; it puts tests/aoti on sys.path after itself)
 from gpu_timer import AotirtClock  # noqa: E402
 from timing import REPS  # noqa: E402
-from workers import WorkerError, common_arguments, driving, is_quick, serve  # noqa: E402
+from workers import WorkerError, common_arguments, driving, in_turns, is_quick, serve, tear_down  # noqa: E402
 
 # mlp: issue 4's MLP (tests/aoti/zoo.py MODELS), which torch's runner is known to load.
 CALL_MODELS = ["llama_decode_f32", "llama_bf16", "gemma_f32", "mlp", "resnet18"]
@@ -232,23 +232,8 @@ def loop_rows(folder, workers, reps):
             active.append(side)
         except WorkerError as error:
             notes.update({label: f"failed: {error}" for label in labels[side]})
-    for r in range(reps):
-        for side in active if r % 2 == 0 else active[::-1]:
-            try:
-                figures = workers[side].ask("loop_rep")["figures"]
-            except WorkerError as error:
-                notes.update({label: f"failed: {error}" for label in labels[side]})
-                for label in labels[side]:
-                    samples.pop(label, None)
-                active = [s for s in active if s != side]
-                continue
-            for label, values in figures.items():
-                samples.setdefault(label, []).append(values)
-    for side in workers:
-        try:
-            workers[side].ask("loop_teardown")
-        except WorkerError:
-            pass
+    in_turns(workers, active, reps, lambda w: w.ask("loop_rep"), labels, notes, samples)
+    tear_down(workers, workers, "loop_teardown")
     rows, steps = [], len(_loop_meta(folder)[1])
     for label in (*AOTIRT_LOOPS, *TORCH_LOOPS):
         row = {"case": "decode_loop", "model": DECODER, "runner": label, "steps": None, "tokens_per_s": None,

@@ -177,3 +177,32 @@ def driving(script, pythons, out=None):
         for worker in workers.values():
             worker.close()
         emit.close()
+
+
+def in_turns(workers, sides, reps, ask, labels, notes, samples):
+    """`reps` rounds in which each side still working answers `ask(worker)`
+    once, the order reversed every other round (neither side always goes
+    first); each answer's "figures" are appended to `samples` by label. A
+    side whose worker fails is dropped, its rows' notes saying why."""
+    active = list(sides)
+    for r in range(reps):
+        for side in active if r % 2 == 0 else active[::-1]:
+            try:
+                figures = ask(workers[side])["figures"]
+            except WorkerError as error:   # that side's rows say so; the other goes on
+                for label in labels[side]:
+                    notes[label] = f"failed: {error}"
+                    samples.pop(label, None)
+                active = [s for s in active if s != side]
+                continue
+            for label, values in figures.items():
+                samples.setdefault(label, []).append(values)
+
+
+def tear_down(workers, sides, request):
+    """Asks each side's worker to free what it set up."""
+    for side in sides:
+        try:
+            workers[side].ask(request)
+        except WorkerError:
+            pass                     # the worker was restarted: nothing is left to free

@@ -37,7 +37,7 @@ sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
 from gpu_timer import AotirtClock, TorchClock  # noqa: E402
 from timing import REPS, host_us_per_call, us_per_call  # noqa: E402
-from workers import WorkerError, common_arguments, driving, is_quick, serve  # noqa: E402
+from workers import WorkerError, common_arguments, driving, in_turns, is_quick, serve, tear_down  # noqa: E402
 
 QUICK_REPS = 3
 BATCH = 20                          # host_us_per_call's batch, as bench.py's runner rows
@@ -211,24 +211,10 @@ def bench_model(name, folder, workers, reps, quick, case="zoo", aotirt_runners=A
     samples, active = {}, [side for side in workers if side in answers]
     if active:
         calls, host_calls, gpu_calls = counts(max(a["est_us"] for a in answers.values()), quick)
-        for r in range(reps):
-            for side in active if r % 2 == 0 else active[::-1]:
-                try:
-                    figures = workers[side].ask("rep", calls=calls, host_calls=host_calls,
-                                                gpu_calls=gpu_calls)["figures"]
-                except WorkerError as error:   # that side's rows say so; the other goes on
-                    for label in labels[side]:
-                        notes[label] = f"failed: {error}"
-                        samples.pop(label, None)
-                    active = [s for s in active if s != side]
-                    continue
-                for label, values in figures.items():
-                    samples.setdefault(label, []).append(values)
-    for side in answers:
-        try:
-            workers[side].ask("teardown")
-        except WorkerError:
-            pass                     # the worker was restarted: nothing is left to free
+        in_turns(workers, active, reps,
+                 lambda w: w.ask("rep", calls=calls, host_calls=host_calls, gpu_calls=gpu_calls),
+                 labels, notes, samples)
+    tear_down(workers, answers, "teardown")
     rows = []
     for label in (*labels["aotirt"], *labels["torch"]):
         row = {"case": case, "model": name, "runner": label, "us_per_call": None, "host_us_per_call": None,

@@ -62,9 +62,10 @@ def test_np_put_along_axis_is_scatter():
     np.testing.assert_array_equal(call.result(), expected)
 
 
-def test_in_place_when_out_is_self():
+@pytest.mark.parametrize("device", ["cpu", pytest.param("cuda", marks=pytest.mark.gpu)])
+def test_in_place_when_out_is_self(device):
     x = np.zeros((2, 3), np.float32)
-    status, call = scatter("cpu", x, 1, [[2, 2], [0, 1]], src=np.ones((2, 2), np.float32), reduce="sum",
+    status, call = scatter(device, x, 1, [[2, 2], [0, 1]], src=np.ones((2, 2), np.float32), reduce="sum",
                            out_is_self=True)
     expect_ok(status)
     np.testing.assert_array_equal(call.result(), [[0, 0, 2], [1, 1, 0]])

@@ -25,30 +25,23 @@ def case_args(case):
     return {k: v for k, v in case.items() if k != "name"}
 
 
+def assert_cuda_matches_cpu(op, args):
+    results = []
+    for device in ("cpu", "cuda"):
+        status, call = op(device, **args)
+        expect_ok(status)
+        results.append(call.result())
+    np.testing.assert_array_equal(results[1], results[0])
+
+
 @pytest.mark.parametrize("case", scatter_cases(), ids=case_id)
 def test_scatter_on_cuda_matches_the_cpu_shim(case):
-    status, cpu = scatter("cpu", **scatter_args(case))
-    expect_ok(status)
-    status, cuda = scatter("cuda", **scatter_args(case))
-    expect_ok(status)
-    np.testing.assert_array_equal(cuda.result(), cpu.result())
+    assert_cuda_matches_cpu(scatter, scatter_args(case))
 
 
 @pytest.mark.parametrize("case", index_put_cases(), ids=case_id)
 def test_index_put_on_cuda_matches_the_cpu_shim(case):
-    status, cpu = index_put("cpu", **case_args(case))
-    expect_ok(status)
-    status, cuda = index_put("cuda", **case_args(case))
-    expect_ok(status)
-    np.testing.assert_array_equal(cuda.result(), cpu.result())
-
-
-def test_in_place_on_cuda():
-    x = np.zeros((2, 3), np.float32)
-    status, call = scatter("cuda", x, 1, [[2, 2], [0, 1]], src=np.ones((2, 2), np.float32), reduce="sum",
-                           out_is_self=True)
-    expect_ok(status)
-    np.testing.assert_array_equal(call.result(), [[0, 0, 2], [1, 1, 0]])
+    assert_cuda_matches_cpu(index_put, case_args(case))
 
 
 def test_many_atomic_updates_of_one_element():
