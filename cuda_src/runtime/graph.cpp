@@ -12,22 +12,10 @@ using namespace aotirt;
 
 namespace {
 
-std::string describe(const Tensor& t) {
-  std::string s = std::string(dtype_name(t.dtype)) + " [";
-  for (int64_t d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.sizes[d]);
-  return s + "]";
-}
-
-bool same_shape(const Tensor& a, const Tensor& b) {
-  if (a.dtype != b.dtype || a.ndim != b.ndim) return false;
-  for (int64_t d = 0; d < a.ndim; ++d)
-    if (a.sizes[d] != b.sizes[d]) return false;
-  return true;
-}
-
 // Whether `a` is the static input `b` itself (another handle to its view).
 bool is_same_view(const Tensor& a, const Tensor& b) {
-  if (!same_shape(a, b) || a.data() != b.data() || a.storage->device_type != b.storage->device_type) return false;
+  if (!same_dtype_and_sizes(a, b) || a.data() != b.data() || a.storage->device_type != b.storage->device_type)
+    return false;
   for (int64_t d = 0; d < a.ndim; ++d)
     if (a.sizes[d] > 1 && a.strides[d] != b.strides[d]) return false;
   return true;
@@ -199,10 +187,11 @@ aotirt_status aotirt_graph::run_captured(Stream* capture_stream, const size_t* f
     const size_t o = feedback[2 * k], i = feedback[2 * k + 1];
     const Tensor& from = *(*outputs)[o];
     Tensor& to = *inputs_[i];
-    if (!same_shape(from, to) || from.storage->device_type != AOTIRT_DEVICE_CUDA)
-      return fail(AOTIRT_ERROR_VALUE, "feedback: output " + std::to_string(o) + " (" + describe(from) +
+    if (!same_dtype_and_sizes(from, to) || from.storage->device_type != AOTIRT_DEVICE_CUDA)
+      return fail(AOTIRT_ERROR_VALUE, "feedback: output " + std::to_string(o) + " (" + dtype_and_shape(from) +
                                           (from.storage->device_type == AOTIRT_DEVICE_CUDA ? "" : ", on the CPU") +
-                                          ") cannot feed input " + std::to_string(i) + " (" + describe(to) + ")");
+                                          ") cannot feed input " + std::to_string(i) + " (" +
+                                          dtype_and_shape(to) + ")");
     aotirt_status copied = copy_device_to_device(to, from, capture_stream);
     if (copied != AOTIRT_OK) return copied == AOTIRT_ERROR_VALUE ? AOTIRT_ERROR_AOTI : copied;
   }
@@ -231,9 +220,9 @@ aotirt_status aotirt_graph::instantiate(cudaGraph_t graph, CaptureState& state) 
 
 aotirt_status aotirt_graph::check_input(size_t i, const Tensor& source) const {
   const Tensor& target = *inputs_[i];
-  if (!same_shape(source, target))
+  if (!same_dtype_and_sizes(source, target))
     return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + ": the graph was captured with " +
-                                        describe(target) + ", got " + describe(source));
+                                        dtype_and_shape(target) + ", got " + dtype_and_shape(source));
   const Storage& storage = *source.storage;
   if (storage.device_type == AOTIRT_DEVICE_CUDA && storage.device_index != stream_->device)
     return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on cuda:" +

@@ -11,19 +11,6 @@
 namespace aotirt {
 namespace {
 
-std::string describe(const Tensor& t) {
-  std::string s = std::string(dtype_name(t.dtype)) + " [";
-  for (int64_t d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.sizes[d]);
-  return s + "]";
-}
-
-bool same_shape(const Tensor& a, const Tensor& b) {
-  if (a.dtype != b.dtype || a.ndim != b.ndim) return false;
-  for (int64_t d = 0; d < a.ndim; ++d)
-    if (a.sizes[d] != b.sizes[d]) return false;
-  return true;
-}
-
 // Tensors owned here until handed to the caller.
 struct Owned {
   std::vector<Tensor*> items;
@@ -63,9 +50,9 @@ class Collector {
       const Tensor& out = *outputs[o];
       if (step == 0) {
         AOTIRT_TRY(make_stack(k, out));
-      } else if (!same_shape(out, *first_[k])) {
-        return fail(AOTIRT_ERROR_VALUE, "collect: output " + std::to_string(o) + " was " + describe(*first_[k]) +
-                                            " at step 0 and is " + describe(out) + " at step " +
+      } else if (!same_dtype_and_sizes(out, *first_[k])) {
+        return fail(AOTIRT_ERROR_VALUE, "collect: output " + std::to_string(o) + " was " + dtype_and_shape(*first_[k]) +
+                                            " at step 0 and is " + dtype_and_shape(out) + " at step " +
                                             std::to_string(step) + ": a collected output keeps its shape");
       }
       Tensor& row = *rows_.items[k];
@@ -93,7 +80,7 @@ class Collector {
     if (out.itemsize() > 0 &&
         static_cast<uint64_t>(request_.steps) * static_cast<uint64_t>(out.numel()) > SIZE_MAX / out.itemsize())
       return fail(AOTIRT_ERROR_VALUE, "collect: " + std::to_string(request_.steps) + " steps of output " +
-                                          std::to_string(request_.collect[k]) + " (" + describe(out) +
+                                          std::to_string(request_.collect[k]) + " (" + dtype_and_shape(out) +
                                           ") do not fit in memory");
     const bool cuda = out.storage->device_type == AOTIRT_DEVICE_CUDA;
     StreamRef owner = cuda ? StreamRef::share(stream_) : StreamRef();
@@ -125,9 +112,9 @@ aotirt_status check_feedback(const LoopRequest& request, Tensor* const* outputs,
     const size_t o = request.feedback[2 * k], i = request.feedback[2 * k + 1];
     const Tensor& from = *outputs[o];
     const Tensor& to = *request.inputs[i];
-    if (!same_shape(from, to))
-      return fail(AOTIRT_ERROR_VALUE, "feedback: output " + std::to_string(o) + " (" + describe(from) +
-                                          ") cannot feed input " + std::to_string(i) + " (" + describe(to) +
+    if (!same_dtype_and_sizes(from, to))
+      return fail(AOTIRT_ERROR_VALUE, "feedback: output " + std::to_string(o) + " (" + dtype_and_shape(from) +
+                                          ") cannot feed input " + std::to_string(i) + " (" + dtype_and_shape(to) +
                                           "): they differ in dtype or shape (at step " + std::to_string(step) + ")");
   }
   return AOTIRT_OK;

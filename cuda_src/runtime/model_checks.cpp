@@ -33,13 +33,9 @@ void enable_generated_input_checks() {
 }
 
 std::string describe_input(const Tensor& t) {
-  std::string shape = "[";
-  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
   std::string strides = "[";
   for (int64_t d = 0; d < t.ndim; ++d) strides += (d ? ", " : "") + std::to_string(t.strides[d]);
-  return std::string(dtype_name(t.dtype)) + " " + shape + "] (strides " + strides + "]) on " +
-         (t.storage->device_type == AOTIRT_DEVICE_CPU ? std::string("cpu")
-                                                       : "cuda:" + std::to_string(t.storage->device_index));
+  return dtype_and_shape(t) + " (strides " + strides + "]) on " + device_text(t);
 }
 
 // A failure of those checks reads "input_handles[<i>]: <what>", with dtypes

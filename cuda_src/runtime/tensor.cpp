@@ -339,13 +339,27 @@ bool input_aliases_in_flight() { return ledger_count.load(std::memory_order_acqu
 
 aotirt_status check_writable(const Tensor& t, const std::string& what) {
   if (!t.storage || !t.storage->read_only) return AOTIRT_OK;
-  std::string shape = "[";
-  for (int64_t d = 0; d < t.ndim; ++d) shape += (d ? ", " : "") + std::to_string(t.sizes[d]);
-  return fail(AOTIRT_ERROR_VALUE, what + " (" + dtype_name(t.dtype) + " " + shape + "]" +
-                                      (t.storage->device_type == AOTIRT_DEVICE_CPU ? " on cpu" : " on cuda:" +
-                                       std::to_string(t.storage->device_index)) +
+  return fail(AOTIRT_ERROR_VALUE, what + " (" + dtype_and_shape(t) + " on " + device_text(t) +
                                       ") wraps read-only memory, which aotirt never writes: copy it into a "
                                       "writable tensor first");
+}
+
+std::string dtype_and_shape(const Tensor& t) {
+  std::string s = std::string(dtype_name(t.dtype)) + " [";
+  for (int64_t d = 0; d < t.ndim; ++d) s += (d ? ", " : "") + std::to_string(t.sizes[d]);
+  return s + "]";
+}
+
+std::string device_text(const Tensor& t) {
+  return t.storage->device_type == AOTIRT_DEVICE_CPU ? std::string("cpu")
+                                                     : "cuda:" + std::to_string(t.storage->device_index);
+}
+
+bool same_dtype_and_sizes(const Tensor& a, const Tensor& b) {
+  if (a.dtype != b.dtype || a.ndim != b.ndim) return false;
+  for (int64_t d = 0; d < a.ndim; ++d)
+    if (a.sizes[d] != b.sizes[d]) return false;
+  return true;
 }
 
 }  // namespace aotirt

@@ -143,4 +143,11 @@ bool input_aliases_in_flight();
 // AOTIRT_ERROR_VALUE when `t` wraps read-only memory: `what` names the
 // write ("copy_: the destination"), the message adds the tensor.
 aotirt_status check_writable(const Tensor& t, const std::string& what);
+
+// For messages: "float32 [2, 3]" (the dtype and the sizes), and "cpu" or
+// "cuda:N".
+std::string dtype_and_shape(const Tensor& t);
+std::string device_text(const Tensor& t);
+// The same dtype and sizes (the strides may differ).
+bool same_dtype_and_sizes(const Tensor& a, const Tensor& b);
 }  // namespace aotirt

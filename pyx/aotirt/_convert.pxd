@@ -19,3 +19,9 @@ cdef enum:
 # work is queued.
 cdef list gather_inputs(object inputs, Py_ssize_t n, aotirt_tensor** inline_in, aotirt_tensor*** c_in,
                         int device_type, int device_index, aotirt_stream* stream)
+
+# The (output index, input index) pairs of a graph's or a loop's feedback,
+# checked (TypeError, ValueError); None is no pairs.
+cdef list feedback_pairs(object feedback)
+# A loop's collect: output indices, checked; None is none.
+cdef list output_indices(object collect)

@@ -67,6 +67,46 @@ cdef list gather_inputs(object inputs, Py_ssize_t n, aotirt_tensor** inline_in, 
     return made
 
 
+cdef int _index(object value, str what) except -1:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{what} takes ints, got {value!r}")
+    if value < 0:
+        raise ValueError(f"{what} indices are 0 or more, got {value!r}")
+    return 0
+
+
+cdef list feedback_pairs(object feedback):
+    if feedback is None:
+        return []
+    try:
+        items = list(feedback)
+    except TypeError:
+        raise TypeError(f"feedback takes a sequence of (output index, input index) pairs, "
+                        f"got {type(feedback).__name__}") from None
+    pairs = []
+    for item in items:
+        try:
+            output, input = item
+        except (TypeError, ValueError):
+            raise TypeError(f"feedback takes (output index, input index) pairs, got {item!r}") from None
+        _index(output, "feedback")
+        _index(input, "feedback")
+        pairs.append((output, input))
+    return pairs
+
+
+cdef list output_indices(object collect):
+    if collect is None:
+        return []
+    try:
+        items = list(collect)
+    except TypeError:
+        raise TypeError(f"collect takes a sequence of output indices, got {type(collect).__name__}") from None
+    for item in items:
+        _index(item, "collect")
+    return items
+
+
 # ---- arrays in, new tensors -------------------------------------------------
 
 def asarray(obj, device="cpu", stream=None, dtype=None):

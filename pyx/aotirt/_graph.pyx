@@ -16,7 +16,7 @@ from aotirt._capi cimport (
     aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index, aotirt_handle_stream,
     aotirt_status, aotirt_stream, aotirt_stream_release, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
-from aotirt._convert cimport INLINE_ARGS, as_input, gather_inputs
+from aotirt._convert cimport INLINE_ARGS, as_input, feedback_pairs, gather_inputs
 from aotirt._errors cimport check
 from aotirt._tensor cimport Tensor, wrap_tensor
 
@@ -27,29 +27,6 @@ cdef Tensor _alias(aotirt_tensor* t):
     cdef aotirt_tensor* copy = NULL
     check(aotirt_tensor_alias(t, &copy))
     return wrap_tensor(copy)
-
-
-cdef list _feedback_pairs(object feedback):
-    if feedback is None:
-        return []
-    try:
-        items = iter(feedback)
-    except TypeError:
-        raise TypeError(f"feedback takes a sequence of (output index, input index) pairs, "
-                        f"got {type(feedback).__name__}") from None
-    pairs = []
-    for item in items:
-        try:
-            output, input = item
-        except (TypeError, ValueError):
-            raise TypeError(f"feedback takes (output index, input index) pairs, got {item!r}") from None
-        for value in (output, input):
-            if isinstance(value, bool) or not isinstance(value, int):
-                raise TypeError(f"feedback takes (output index, input index) pairs of ints, got {item!r}")
-            if value < 0:
-                raise ValueError(f"feedback indices are 0 or more, got {item!r}")
-        pairs.append((output, input))
-    return pairs
 
 
 cdef class Graph:
@@ -164,7 +141,7 @@ cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs,
         raise TypeError(f"warmup is a number of eager runs (an int), got {type(warmup).__name__}")
     if warmup < 0 or warmup > 1_000_000:
         raise ValueError(f"warmup is a number of eager runs from 0 to 1000000, got {warmup}")
-    pairs = _feedback_pairs(feedback)
+    pairs = feedback_pairs(feedback)
     cdef int device_index = aotirt_handle_device_index(h)
     cdef aotirt_stream* stream = aotirt_handle_stream(h)
     cdef list examples = [as_input(obj, i, AOTIRT_DEVICE_CUDA, device_index, stream)

@@ -21,7 +21,6 @@ from aotirt._capi cimport (
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
     aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
-    aotirt_tensor_free,
 )
 from aotirt._convert cimport INLINE_ARGS, gather_inputs
 from aotirt._device cimport device_name, parse_device
@@ -29,7 +28,7 @@ from aotirt._errors cimport check
 from aotirt._graph cimport capture_graph
 from aotirt._loop cimport run_loop
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
-from aotirt._tensor cimport Tensor, wrap_tensor
+from aotirt._tensor cimport wrap_tensors
 
 
 def library_undefined_symbols(path, prefix=""):
@@ -79,28 +78,6 @@ cdef _register_wheel_dirs():
     dirs = os.pathsep.join(os.path.abspath(p) for p in sys.path if p and os.pathsep not in p)
     check(aotirt_set_wheel_dirs(os.fsencode(dirs)))
     _wheel_dirs_registered = True
-
-
-cdef list _wrap_outputs(aotirt_tensor** c_out, size_t n_out):
-    """Tensors over a run's outputs, which the run handed to us.
-
-    Should wrapping fail (MemoryError) part way, the outputs not yet owned by
-    a Tensor are freed here: nothing else knows about them.
-    """
-    cdef list outputs = []
-    cdef size_t done = 0
-    cdef Tensor t
-    try:
-        while done < n_out:
-            t = wrap_tensor(c_out[done])
-            done += 1  # c_out[done - 1] is t's now: freed with it
-            outputs.append(t)
-    except BaseException:
-        while done < n_out:
-            aotirt_tensor_free(c_out[done])
-            done += 1
-        raise
-    return outputs
 
 
 cdef tuple _graph_options(object graphs, object max_graphs, object outputs):
@@ -241,7 +218,7 @@ cdef class AotiHandle:
             if self._graphs:
                 self._warn_if_graphs_went_off()
             check(status)
-            return _wrap_outputs(c_out, n_out)
+            return wrap_tensors(c_out, n_out)
         finally:
             if c_in is not inline_in:
                 free(c_in)

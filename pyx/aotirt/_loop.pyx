@@ -12,67 +12,9 @@ from aotirt._capi cimport (
     aotirt_handle, aotirt_handle_loop, aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_stream,
     aotirt_status, aotirt_tensor, aotirt_tensor_free,
 )
-from aotirt._convert cimport INLINE_ARGS, gather_inputs
+from aotirt._convert cimport INLINE_ARGS, feedback_pairs, gather_inputs, output_indices
 from aotirt._errors cimport check
-from aotirt._tensor cimport wrap_tensor
-
-
-cdef int _index(object value, str what) except -1:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{what} takes ints, got {value!r}")
-    if value < 0:
-        raise ValueError(f"{what} indices are 0 or more, got {value!r}")
-    return 0
-
-
-cdef list _pairs(object feedback):
-    if feedback is None:
-        return []
-    try:
-        items = list(feedback)
-    except TypeError:
-        raise TypeError(f"feedback takes a sequence of (output index, input index) pairs, "
-                        f"got {type(feedback).__name__}") from None
-    pairs = []
-    for item in items:
-        try:
-            output, input = item
-        except (TypeError, ValueError):
-            raise TypeError(f"feedback takes (output index, input index) pairs, got {item!r}") from None
-        _index(output, "feedback")
-        _index(input, "feedback")
-        pairs.append((output, input))
-    return pairs
-
-
-cdef list _indices(object collect):
-    if collect is None:
-        return []
-    try:
-        items = list(collect)
-    except TypeError:
-        raise TypeError(f"collect takes a sequence of output indices, got {type(collect).__name__}") from None
-    for item in items:
-        _index(item, "collect")
-    return items
-
-
-cdef list _own(aotirt_tensor** tensors, size_t n):
-    """Tensors over `n` results the core handed to us; should wrapping fail
-    part way, the rest are freed here."""
-    cdef list owned = []
-    cdef size_t done = 0
-    try:
-        while done < n:
-            t = wrap_tensor(tensors[done])
-            done += 1
-            owned.append(t)
-    except BaseException:
-        while done < n:
-            aotirt_tensor_free(tensors[done])
-            done += 1
-        raise
-    return owned
+from aotirt._tensor cimport wrap_tensors
 
 
 cdef tuple run_loop(aotirt_handle* h, object inputs, object steps, object feedback, object collect,
@@ -81,8 +23,8 @@ cdef tuple run_loop(aotirt_handle* h, object inputs, object steps, object feedba
         raise TypeError(f"steps is a number of steps (an int), got {type(steps).__name__}")
     if steps < 1:
         raise ValueError(f"steps is 1 or more, got {steps}")
-    pairs = _pairs(feedback)
-    indices = _indices(collect)
+    pairs = feedback_pairs(feedback)
+    indices = output_indices(collect)
     cdef Py_ssize_t n = len(inputs)
     cdef size_t n_in = aotirt_handle_num_inputs(h)
     if <size_t>n != n_in:
@@ -115,12 +57,12 @@ cdef tuple run_loop(aotirt_handle* h, object inputs, object steps, object feedba
                                         c_collected, c_out, n_out)
         check(status)
         try:
-            collected = _own(c_collected, n_collect)
+            collected = wrap_tensors(c_collected, n_collect)
         except BaseException:
             for i in range(n_out):
                 aotirt_tensor_free(c_out[i])
             raise
-        return collected, _own(c_out, n_out)
+        return collected, wrap_tensors(c_out, n_out)
     finally:
         if c_in is not inline_in:
             free(c_in)

@@ -35,6 +35,22 @@ cdef Tensor wrap_tensor(aotirt_tensor* t):
     return r
 
 
+cdef list wrap_tensors(aotirt_tensor** tensors, size_t n):
+    cdef list wrapped = []
+    cdef size_t done = 0
+    try:
+        while done < n:
+            t = wrap_tensor(tensors[done])
+            done += 1  # tensors[done - 1] is t's now: freed with it
+            wrapped.append(t)
+    except BaseException:
+        while done < n:
+            aotirt_tensor_free(tensors[done])
+            done += 1
+        raise
+    return wrapped
+
+
 cdef class Tensor:
     """An n-dimensional array in host or CUDA memory, as models take and return.
 
