@@ -9,9 +9,9 @@ hooks in the torch worker), channels-last as Inductor's layout optimization
 hands them; a Whisper-style Conv1d front end; attention at sequence lengths
 128, 512, 1024 and 4096, head sizes 64 and 128, causal or not, in float32,
 float16 and bfloat16, and grouped-query (8 query heads over 2 key/value
-heads); topk and sort as sampling and argsort use them (vocabulary-sized
-rows, many short rows, one long row; aotirt's topk is a full sort and a
-gather, so it is expected to trail torch's radix select).
+heads); topk and sort as sampling, MoE routing and argsort use them
+(vocabulary-sized rows, many short rows, one long row: each way of the
+CUDA sort, cuda_src/shims/sort/sort_paths.h).
 
 aotirt's side runs in a worker without torch that calls the shims through
 ctypes as a model library does (the attention shim the one that torch's
@@ -61,6 +61,8 @@ SORT_CASES = [  # op, shape, dim, k (topk), descending/largest, dtype
     {"op": "topk", "model": "sampling", "input": [8, 128256], "dim": -1, "k": 50, "descending": True,
      "dtype": "bfloat16"},
     {"op": "topk", "model": "sampling", "input": [64, 32000], "dim": -1, "k": 8, "descending": True},
+    {"op": "topk", "model": "MoE routing", "input": [4096, 64], "dim": -1, "k": 8, "descending": True},
+    {"op": "topk", "model": "retrieval", "input": [1, 1 << 20], "dim": -1, "k": 100, "descending": True},
     {"op": "sort", "model": "top-p sampling", "input": [8, 128256], "dim": -1, "descending": True},
     {"op": "sort", "model": "argsort", "input": [4096, 64], "dim": -1, "descending": False},
     {"op": "sort", "model": "argsort", "input": [1, 1 << 20], "dim": -1, "descending": False},

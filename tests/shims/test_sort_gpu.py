@@ -18,9 +18,12 @@ import pytest
 import aotirt
 from support.shims import dense, last_error, layout, read, view
 from support.sort_shims import (
+    DISPATCH_CASES,
     assert_same_values,
     call_sort,
     call_topk,
+    dispatch_id,
+    dispatch_values,
     expected_sort,
     expected_topk,
     sample,
@@ -106,6 +109,20 @@ def test_large_inputs(shape, dim, dtype):
     check_sort(gpu, cpu, exact, dim, True)
     check_sort(gpu, cpu, exact, dim, False)
     check_topk(gpu, cpu, exact, min(50, shape[dim]), dim, True)
+
+
+@pytest.mark.parametrize("case", DISPATCH_CASES, ids=dispatch_id)
+def test_every_way_of_the_cuda_sort(case):
+    """Block sorts of each size, top-k by tile selection (one round, three)
+    and by the radix sort, on ties, all-equal and mostly-NaN lines: the
+    stable order exactly (test_sort_shims.py checks these shapes reach
+    every way, and runs them on the CPU shims)."""
+    shape, dim, dtype, fill, ks = case
+    gpu, cpu, values = operands(dispatch_values(shape, dtype, fill, np.random.default_rng(shape[dim])), dtype)
+    for descending in (False, True):
+        check_sort(gpu, cpu, values, dim, descending)
+        for k in ks:
+            check_topk(gpu, cpu, values, k, dim, descending)
 
 
 def test_strided_inputs_and_layouts():

@@ -10,6 +10,8 @@ new_empty of self's sizes with dim's replaced by k (contiguous).
 """
 
 import ctypes
+import os
+import re
 
 import numpy as np
 import pytest
@@ -18,9 +20,12 @@ import aotirt
 from aotirt._testing import tensor_handle
 from support.shims import DTYPES, I32, I64, H, P, _copy, dense, last_error, layout, read, shim, view
 from support.sort_shims import (
+    DISPATCH_CASES,
     assert_same_values,
     call_sort,
     call_topk,
+    dispatch_id,
+    dispatch_values,
     expected_sort,
     expected_topk,
     sample,
@@ -32,6 +37,8 @@ SORT_CPU = shim("aoti_torch_cpu_sort", H, I64, I32, P, P)
 FLOATS = ["float32", "float64", "float16", "bfloat16"]
 INTEGERS = ["int64", "int32", "int16", "int8", "uint8", "bool"]
 ALL = FLOATS + INTEGERS
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+SORT_PATHS = os.path.join(ROOT, "cuda_src", "shims", "sort", "sort_paths.h")
 
 
 def operand(values, dtype):
@@ -208,3 +215,51 @@ def test_bad_arguments_are_refused():
 
 def test_every_dtype_is_covered():
     assert set(ALL) == set(DTYPES)
+
+
+@pytest.mark.parametrize("case", DISPATCH_CASES, ids=dispatch_id)
+def test_the_cuda_tests_shapes_on_the_cpu(case):
+    """test_sort_gpu.py's shapes for every way of the CUDA sort, on the
+    CPU shims against the same reference (the GPU test checks both)."""
+    shape, dim, dtype, fill, ks = case
+    x, values = operand(dispatch_values(shape, dtype, fill, np.random.default_rng(shape[dim])), dtype)
+    for descending in (False, True):
+        got_values, got_indices = sort(x, dim, descending)
+        want_values, want_indices = expected_sort(values, dim, descending)
+        assert_same_values(read(got_values), want_values)
+        np.testing.assert_array_equal(read(got_indices), want_indices)
+        for k in ks:
+            got_values, got_indices = topk(x, k, dim, descending)
+            want_values, want_indices = expected_topk(values, k, dim, descending)
+            assert_same_values(read(got_values), want_values)
+            np.testing.assert_array_equal(read(got_indices), want_indices)
+
+
+def test_the_cuda_tests_shapes_reach_every_way_of_the_cuda_sort():
+    """DISPATCH_CASES against sort_paths.h's limits: a line of up to
+    kTileMax is one block's (sized 128, 512, 1024, 2048 or kTileMax, as
+    sort_tiles.cu's launch_fitted picks); a longer one's top-k with
+    k <= kMaxSelectK is rounds of tile selection, each keeping k of every
+    kTileMax (one round and several are both reached); the rest, a sort
+    too (k == n), is the radix sort."""
+    with open(SORT_PATHS) as f:
+        text = f.read()
+    tile = int(re.search(r"kTileMax = (\d+);", text).group(1))
+    most_k = int(re.search(r"kMaxSelectK = (\d+);", text).group(1))
+    blocks = (128, 512, 1024, 2048, tile)
+    reached = set()
+    for shape, dim, _, _, ks in DISPATCH_CASES:
+        n = shape[dim]
+        for k in (n, *ks):
+            if n <= tile:
+                reached.add(("block", next(size for size in blocks if n <= size)))
+            elif k <= most_k:
+                rounds, length = 0, n
+                while length > tile:
+                    full = (length - 1) // tile
+                    length, rounds = full * k + min(k, length - full * tile), rounds + 1
+                reached.add(("select", min(rounds, 2)))
+            else:
+                reached.add(("radix", k == n))
+    assert reached == {("block", size) for size in blocks} | {("select", 1), ("select", 2), ("radix", False),
+                                                              ("radix", True)}

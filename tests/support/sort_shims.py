@@ -125,3 +125,66 @@ def sample(shape, dtype, rng):
         flat[:: 7] = info.max
         flat[3:: 11] = info.min
     return values
+
+
+# Shapes that reach every way of the CUDA sort (cuda_src/shims/sort/
+# sort_paths.h, sort_tiles.cu): lines sorted by one block, of each block
+# size (up to 128, 512, 1024, 2048 and 4096 elements, and the boundaries
+# past them); top-k of longer lines by tile selection (k <= 512: one round,
+# several rounds) and by the whole-tensor radix sort (k > 512, k == n);
+# ties everywhere, mostly NaN, 8-bit, bool and 16-bit rows, strided lines.
+# (shape, dim, dtype, fill, topk's ks)
+DISPATCH_CASES = [
+    ((40, 1), 1, "float32", "normal", (1,)),
+    ((300, 3), 1, "float32", "ties", (1, 3)),
+    ((500, 64), -1, "float32", "normal", (1, 8, 64)),
+    ((64, 128), 1, "int32", "ties", (5,)),
+    ((64, 129), 1, "float32", "normal", (1, 129)),
+    ((9, 512), 1, "float16", "ties", (17,)),
+    ((16, 1000), 1, "float32", "nan", (10, 1000)),
+    ((1000, 7), 0, "float32", "normal", (3,)),         # strided lines
+    ((4, 2048), 1, "float64", "normal", (100,)),
+    ((3, 2049), -1, "bfloat16", "ties", (2049,)),
+    ((2, 4096), 1, "int64", "normal", (1, 4096)),
+    ((5, 4096), 1, "float32", "equal", (4096,)),
+    ((3, 4097), 1, "float32", "normal", (1, 512, 513, 4097)),
+    ((2, 128_256), 1, "bfloat16", "normal", (50,)),   # one round: 32 tiles of 50
+    ((1, 300_000), -1, "float32", "normal", (1, 512)),  # k 512: three rounds
+    ((3, 10_000), 1, "float32", "equal", (100,)),
+    ((2, 20_000), 1, "float32", "nan", (50,)),
+    ((6, 5000), 1, "int8", "ties", (20,)),
+    ((4, 9000), 1, "bool", "ties", (30,)),
+    ((10, 700), 1, "bool", "ties", (7,)),
+    ((8, 3000), 1, "bfloat16", "nan", (64,)),
+    ((3, 6000, 2), 1, "float64", "normal", (100,)),   # a strided long line
+    ((2, 7000), 1, "uint8", "ties", (300,)),
+]
+
+
+def dispatch_id(case):
+    shape, dim, dtype, fill, _ = case
+    return f"{'x'.join(map(str, shape))}-dim{dim}-{dtype}-{fill}"
+
+
+def dispatch_values(shape, dtype, fill, rng):
+    """Values for a DISPATCH_CASES row, as sample() returns them: "ties"
+    (sample()'s), "equal" (every element the same), "normal" (for integers
+    the type's whole range; for floating types few ties, some NaN, 0.25
+    and -0.0) or "nan" (floating: nine in ten NaN)."""
+    floating = dtype in ("float32", "float64", "float16", "bfloat16")
+    if fill == "equal":
+        return np.full(shape, 1.5 if floating else 1).astype(np.float64 if floating else dtype)
+    if fill == "ties":
+        return sample(shape, dtype, rng)
+    if not floating:
+        info = np.iinfo(dtype)
+        return rng.integers(info.min, info.max, shape, dtype=dtype, endpoint=True)
+    values = rng.standard_normal(shape) * 100
+    flat = values.reshape(-1)
+    if fill == "nan":
+        flat[rng.random(flat.size) < 0.9] = np.nan
+    else:
+        flat[::97] = np.nan
+        flat[1::13] = 0.25
+        flat[2::29] = -0.0
+    return values

@@ -1,11 +1,13 @@
 // aten.sort / aten.sort.stable / aten.topk, shared by the CPU loop and the
-// CUDA radix sort: one checked call (`prepare`), its outputs already made
-// with the layout torch's meta functions give them, then the device's run.
+// CUDA sorts (sort_paths.h): one checked call (`prepare`), its outputs
+// already made with the layout torch's meta functions give them, then the
+// device's run.
 //
 // Order, on both devices, is torch's: NaN is larger than every number (all
 // NaNs equal), -0.0 equals 0.0, and equal keys keep their input order
 // (descending too), so every call is a stable sort and topk returns the
-// first k of that order. torch allows any order of ties for sort(stable=
+// first k of that order (the CUDA top-k selection keeps exactly those,
+// sort_tiles.cu). torch allows any order of ties for sort(stable=
 // False) and topk, and any order of the k values for topk(sorted=False);
 // aotirt always returns this one, on the CPU and on CUDA alike.
 #pragma once
