@@ -40,12 +40,15 @@ def llama_config():
 
 
 def gemma_config():
-    """Gemma-style: 2 layers, hidden 256, 4 query heads over one key/value head of size 64, vocab 1024."""
+    """Gemma-style: 2 layers, hidden 256, 4 query heads over one key/value head of size 64, vocab 1024.
+    Its output projection is its own (Gemma ties it to the token embedding by
+    default: with random weights the embedding, scaled by 16, then dominates
+    and every step decodes its own input token again)."""
     from transformers import GemmaConfig
 
     return GemmaConfig(vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
                        num_attention_heads=4, num_key_value_heads=1, head_dim=64, max_position_embeddings=MAX_LEN,
-                       attn_implementation="sdpa")
+                       tie_word_embeddings=False, attn_implementation="sdpa")
 
 
 def _embedding_scale(model):
