@@ -186,6 +186,8 @@ def zoo_models_table(rows):
         mine = find(rows, case="zoo", model=model, runner="aotirt") or {}
         graph = find(rows, case="zoo", model=model, runner="aotirt graph replay") or {}
         note = (check or {}).get("note") or ("" if (check or {}).get("missing") else mine.get("note", ""))
+        if not note and (graph.get("note") or "").startswith("capture failed"):
+            note = "no graph: its capture was refused (per-runner rows say why)"
         out.append(f"| {model} | {_ran(check)} | {_max_error(check)} | {fmt(mine.get('us_per_call'))} | "
                    f"{fmt(graph.get('us_per_call'))} | {fmt(_best(rows, model, 'torch', 'us_per_call'))} | "
                    f"{fmt(mine.get('gpu_us_per_call'))} | {fmt(_best(rows, model, 'torch', 'gpu_us_per_call'))} | "
