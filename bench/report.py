@@ -142,12 +142,76 @@ def zoo_targets(rows):
     return result
 
 
+ZOO_MODELS_INTRO = ("One line per model. `ran`: aotirt ran it (eagerly and as a graph replay), or the "
+                    "aoti_torch_* functions its library needs that aotirt does not implement (`missing: ...`); "
+                    "`max rel error`: the largest of its outputs' errors against torch eager over both runs "
+                    "(relative, ‖out − ref‖ / ‖ref‖; for integer outputs the fraction that differ), bold where "
+                    "over its bound (float32 1e-3 or twice torch's own TF32 drift, float16 and bfloat16 2e-2, "
+                    "integers exactly); per call: calls back to back; torch runner: the faster of its two modes; "
+                    "GPU us: the GPU's own time per call.")
+
+
+def _best(rows, model, prefix, key):
+    values = [r[key] for r in rows if r["case"] == "zoo" and r["model"] == model
+              and r["runner"].startswith(prefix) and r.get(key)]
+    return min(values, default=None)
+
+
+def _ran(check):
+    if check is None:
+        return "no"
+    if check.get("missing"):
+        return "missing: " + ", ".join(check["missing"])
+    return "yes" if check.get("ran") else "no"
+
+
+def _max_error(check):
+    if not check or not check.get("ran"):
+        return "–"
+    error, limit = check.get("max_rel_error"), check.get("bound") or 0.0
+    if error is None:
+        return "**not finite**"
+    text = "0 (exact)" if error == 0.0 else f"{error:.1e}"
+    return text if check.get("within") else f"**{text}** (bound {limit:.0e})"
+
+
+def zoo_models_table(rows):
+    """The zoo's one line per model: ran, error, aotirt's, its graph's and torch's runner's times."""
+    models = list(dict.fromkeys(r["model"] for r in rows if r["case"] in ("zoo", "zoo_model") and r["model"] != "all"))
+    checks = {r["model"]: r for r in rows if r["case"] == "zoo_model"}
+    out = ["| model | ran | max rel error | aotirt us per call | graph us per call | torch runner us per call "
+           "| GPU us aotirt | GPU us torch runner | note |", "|" + " --- |" * 9]
+    for model in models:
+        check = checks.get(model)
+        mine = find(rows, case="zoo", model=model, runner="aotirt") or {}
+        graph = find(rows, case="zoo", model=model, runner="aotirt graph replay") or {}
+        note = (check or {}).get("note") or ("" if (check or {}).get("missing") else mine.get("note", ""))
+        if not note and (graph.get("note") or "").startswith("capture failed"):
+            note = "no graph: its capture was refused (per-runner rows say why)"
+        out.append(f"| {model} | {_ran(check)} | {_max_error(check)} | {fmt(mine.get('us_per_call'))} | "
+                   f"{fmt(graph.get('us_per_call'))} | {fmt(_best(rows, model, 'torch', 'us_per_call'))} | "
+                   f"{fmt(mine.get('gpu_us_per_call'))} | {fmt(_best(rows, model, 'torch', 'gpu_us_per_call'))} | "
+                   f"{note} |")
+    missing = [f"{m} ({', '.join(c['missing'])})" for m, c in checks.items() if c.get("missing")]
+    ran = [c for c in checks.values() if c.get("ran")]
+    out += ["", f"{len(ran)}/{len(models)} models ran, {sum(bool(c.get('within')) for c in ran)} within their "
+            f"bounds. Missing functions: {'; '.join(missing) if missing else 'none'}.", ""]
+    return out
+
+
+def zoo_missing(rows):
+    """The models with missing functions, as the summary line gives them."""
+    return [r["model"] for r in rows if r["case"] == "zoo_model" and r.get("missing")]
+
+
 def zoo_section(rows):
     """bench/zoo.py: the zoo's models, aotirt against torch's runner on the same libraries."""
     zoo = [r for r in rows if r["case"] == "zoo"]
     if not zoo:
         return []
-    out = section("zoo", ZOO_INTRO, ["model", "runner", "us per call", "host us per call", "GPU us per call", "note"])
+    out = ["## zoo", "", ZOO_INTRO, "", ZOO_MODELS_INTRO, ""] + zoo_models_table(rows)
+    out += ["Per runner:", "", "| model | runner | us per call | host us per call | GPU us per call | note |",
+            "|" + " --- |" * 6]
     untimed = [r for r in zoo if r["model"] == "all"]
     for row in zoo:
         if row in untimed:
@@ -276,6 +340,8 @@ def summary(rows, junit_path):
     within, total = ops_within_target(rows)
     zoo = f"zoo: {ran[0]}/{ran[1]} ran" if ran else "zoo: tests not run"
     line = f"{zoo} | ops: {within}/{total} within target"
+    if any(r["case"] == "zoo_model" for r in rows):
+        line += f" | zoo missing functions: {', '.join(zoo_missing(rows)) or 'none'}"
     targets = decode_targets(rows)
     return line + (f" | decode: {decode_met(targets)}/{len(targets)} targets met" if targets else "")
 

@@ -17,6 +17,13 @@ cuda.bindings events on its stream; for torch, torch.cuda.Event). aotirt
 and torch run in two workers (aotirt's never imports torch) that take turns,
 one repetition each per round.
 
+Before timing, the aotirt worker checks each model (a "zoo_model" row):
+the aoti_torch_* functions its library needs that aotirt does not implement
+("missing", read from the library's symbols against aotirt's shim table: a
+model with any is reported, not run), and the largest relative error of its
+outputs, eagerly and from a graph replay, against torch eager's
+(tests/aoti/zoo_check.py: the zoo test's bounds).
+
 Targets (the report's): aotirt's GPU time at or below torch's runner's on
 every model, and its time per call at most torch's runner's.
 """
@@ -98,15 +105,26 @@ class AotirtWorker:
         self.handle = self.graph = None
 
     def setup(self, request):
+        """Checks the model (its "check": missing functions, errors against
+        eager), then readies its runs; a model with missing functions is not run."""
+        import zoo_check
+
         self.teardown(request)
         np, aotirt, folder = self.np, self.aotirt, request["folder"]
         with open(os.path.join(folder, "meta.json")) as f:
             meta = json.load(f)
-        self.handle = aotirt.load(os.path.join(folder, "model.pt2"))
+        package = os.path.join(folder, "model.pt2")
+        missing = zoo_check.missing_functions(package)
+        if missing:
+            note = "missing: " + ", ".join(missing)
+            return {"est_us": None, "notes": dict.fromkeys(AOTIRT_RUNNERS, note),
+                    "check": {"ran": False, "missing": missing}}
+        self.handle = aotirt.load(package)
         self.inputs = [aotirt.asarray(np.load(os.path.join(folder, f"input{i}.npy")), device=0,
                                       dtype="bfloat16" if dtype == "bfloat16" else None)
                        for i, dtype in enumerate(meta["inputs"])]
         run = lambda: self.handle.run(self.inputs)  # noqa: E731
+        worst = {"eager": zoo_check.worst_output(zoo_check.host_outputs(run(), meta), folder, meta)}
         for _ in range(3):
             run()
         self.wait()
@@ -116,10 +134,12 @@ class AotirtWorker:
             self.graph = self.handle.capture(self.inputs)
             self.calls["aotirt graph replay"] = lambda: self.graph.replay(self.inputs)
             notes["aotirt graph replay"] = self.note
+            worst["graph"] = zoo_check.worst_output(zoo_check.host_outputs(self.graph.replay(self.inputs), meta),
+                                                    folder, meta)
         except aotirt.AotiError as error:
             notes["aotirt graph replay"] = f"capture failed: {' '.join(str(error).split())[:300]}"
         self.figures.size_spin(self.calls.values())
-        return {"est_us": estimate_us(run, self.wait), "notes": notes}
+        return {"est_us": estimate_us(run, self.wait), "notes": notes, "check": check_row(worst)}
 
     def rep(self, request):
         return {"figures": {label: self.figures.measure(call, request) for label, call in self.calls.items()}}
@@ -132,6 +152,18 @@ class AotirtWorker:
         self.calls, self.inputs = {}, []
         self.wait()
         return {}
+
+
+def check_row(worst):
+    """The "zoo_model" row's figures from {"eager"/"graph": (error, bound)}:
+    the largest error (None where not finite), its bound, and whether every
+    output of both runs is within its bound."""
+    import zoo_check
+
+    error, limit = max(worst.values(), key=lambda pair: (not zoo_check.within(*pair), pair[0]))
+    return {"ran": True, "missing": [], "modes": sorted(worst),
+            "max_rel_error": error if error != float("inf") else None, "bound": limit,
+            "within": all(zoo_check.within(*pair) for pair in worst.values())}
 
 
 # ----------------------------------------------------------------- torch worker
@@ -210,12 +242,15 @@ def bench_model(name, folder, workers, reps, quick, case="zoo", aotirt_runners=A
                 notes[label] = f"failed: {error}"
     samples, active = {}, [side for side in workers if side in answers]
     if active:
-        calls, host_calls, gpu_calls = counts(max(a["est_us"] for a in answers.values()), quick)
+        estimates = [a["est_us"] for a in answers.values() if a.get("est_us")]
+        calls, host_calls, gpu_calls = counts(max(estimates, default=1.0), quick)
         in_turns(workers, active, reps,
                  lambda w: w.ask("rep", calls=calls, host_calls=host_calls, gpu_calls=gpu_calls),
                  labels, notes, samples)
     tear_down(workers, answers, "teardown")
     rows = []
+    if "check" in answers.get("aotirt", {}):
+        rows.append({"case": f"{case}_model", "model": name, **answers["aotirt"]["check"]})
     for label in (*labels["aotirt"], *labels["torch"]):
         row = {"case": case, "model": name, "runner": label, "us_per_call": None, "host_us_per_call": None,
                "gpu_us_per_call": None, "note": notes.get(label, "")}
@@ -254,11 +289,12 @@ def main():
             if not os.path.exists(os.path.join(folder, "meta.json")):
                 log = os.path.join(cache, f"{name}.cuda.log")
                 why = f"not compiled (see {log})" if os.path.exists(log) else f"not compiled (no {folder})"
+                emit({"case": "zoo_model", "model": name, "ran": False, "missing": [], "note": why})
                 for label in (*AOTIRT_RUNNERS, *TORCH_RUNNERS):
                     emit({"case": "zoo", "model": name, "runner": label, "us_per_call": None, "note": why})
                 continue
             for row in bench_model(name, folder, workers, reps, quick):
-                if "torch" in missing and row["runner"] in TORCH_RUNNERS:
+                if "torch" in missing and row.get("runner") in TORCH_RUNNERS:
                     row["note"] = missing["torch"]
                 emit(row)
     return 0

@@ -140,13 +140,15 @@ def build_one(name, device, folder):
     import torch
 
     sys.path.insert(0, HERE)
-    from zoo import DECODE_LOOPS, DYNAMIC_BATCH, MODELS, NON_STRICT, ZOO
+    from zoo import DECODE_LOOPS, DYNAMIC_BATCH, MODELS, NON_STRICT, PACKED_FOR_DEVICE, ZOO
 
     make_module, make_inputs, dtype = MODELS[name]
     print(f"[{name}] building the module ({dtype}) for {device}", flush=True)
     torch.manual_seed(0)
     module = make_module().eval().to(getattr(torch, dtype) if dtype in ("bfloat16", "float16") else torch.float32)
     module = module.to(device)
+    if name in PACKED_FOR_DEVICE:
+        module.pack_for(device)
     inputs = make_inputs(device)
     with torch.no_grad():
         expected = _as_tuple(module(*inputs))

@@ -1,6 +1,6 @@
 """A greedy decoder step with a static KV cache, for torch.export and
-AOTInductor (issue 16): a transformers Llama model's own modules, wrapped so
-that one call is one token.
+AOTInductor (issue 16): a transformers Llama (or Gemma: issue 18) model's own
+modules, wrapped so that one call is one token.
 
     token int64 [1, 1], position int64 [1]  ->  next_token int64 [1, 1], position + 1
 
@@ -39,6 +39,27 @@ def llama_config():
                        attn_implementation="sdpa")
 
 
+def gemma_config():
+    """Gemma-style: 2 layers, hidden 256, 4 query heads over one key/value head of size 64, vocab 1024.
+    Its output projection is its own (Gemma ties it to the token embedding by
+    default: with random weights the embedding, scaled by 16, then dominates
+    and every step decodes its own input token again)."""
+    from transformers import GemmaConfig
+
+    return GemmaConfig(vocab_size=1024, hidden_size=256, intermediate_size=512, num_hidden_layers=2,
+                       num_attention_heads=4, num_key_value_heads=1, head_dim=64, max_position_embeddings=MAX_LEN,
+                       tie_word_embeddings=False, attn_implementation="sdpa")
+
+
+def _embedding_scale(model):
+    """What the model multiplies its token embeddings by: Gemma's
+    sqrt(hidden size) (in the model's forward before transformers 5, inside
+    its embedding module, which then has an embed_scale, from 5), else None."""
+    if model.config.model_type != "gemma" or hasattr(model.model.embed_tokens, "embed_scale"):
+        return None
+    return model.config.hidden_size ** 0.5
+
+
 def _rotate_half(x):
     half = x.shape[-1] // 2
     return torch.cat((-x[..., half:], x[..., :half]), dim=-1)
@@ -56,6 +77,7 @@ class StaticKVDecoder(torch.nn.Module):
         self.heads, self.kv_heads = config.num_attention_heads, config.num_key_value_heads
         self.head_dim = getattr(config, "head_dim", None) or config.hidden_size // self.heads
         self.max_len = max_len
+        self.embed_scale = _embedding_scale(llama)
         for i in range(len(self.layers)):
             shape = (1, self.kv_heads, max_len, self.head_dim)
             self.register_buffer(f"k_cache{i}", torch.zeros(shape))
@@ -86,6 +108,8 @@ class StaticKVDecoder(torch.nn.Module):
 
     def forward(self, token, position):
         h = self.embed(token)                                       # [1, 1, hidden]
+        if self.embed_scale is not None:                            # Gemma's sqrt(256) = 16: exact in any dtype
+            h = h * self.embed_scale
         cos, sin = self.rotary(h, position[None])                   # [1, 1, head size] each
         cos, sin = cos[:, None], sin[:, None]                       # over the heads
         slots = torch.arange(self.max_len, device=position.device)
@@ -102,6 +126,12 @@ def llama_static_decoder():
     from transformers import LlamaForCausalLM
 
     return StaticKVDecoder(LlamaForCausalLM(llama_config()))
+
+
+def gemma_static_decoder():
+    from transformers import GemmaForCausalLM
+
+    return StaticKVDecoder(GemmaForCausalLM(gemma_config()))
 
 
 def step_inputs(device):

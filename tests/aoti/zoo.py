@@ -10,12 +10,17 @@ is downloaded), compiled for CUDA only, with inductor's DEFAULT configs plus
 link_libtorch=False (build.py). torchvision and transformers are imported
 when a zoo model is built, never by this module itself. llama_decode_f32 is
 one greedy step of a Llama decoder with a static KV cache held as mutable
-buffers (static_decoder.py, issue 16).
+buffers (static_decoder.py, issue 16), gemma_decode_f32 the same of a Gemma
+decoder. Issue 18 adds the rest of the zoo: more torchvision and
+transformers architectures (zoo_architectures.py) and models written to
+reach one op each (op_models.py).
 """
 
 import torch
 
-from static_decoder import llama_static_decoder, step_inputs
+from op_models import CondBranches, Int4WeightOnlyLinear, ScatterOps, TopKSampling, TopPSampling
+from static_decoder import gemma_static_decoder, llama_static_decoder, step_inputs
+from zoo_architectures import WhisperDecoderLogits, bert_encoder, gpt2_lm, mixtral_moe, qwen2_lm, torchvision_builder
 
 
 class MLP(torch.nn.Module):
@@ -222,6 +227,37 @@ def _attention_inputs(dtype, B=2, H=8, L=256, E=64):
 
 
 _IMAGES = _seeded(((2, 3, 224, 224), torch.float32))
+_SMALL_IMAGES = _seeded(((2, 3, 64, 64), torch.float32))     # issue 18's: they compile and run faster
+_TOKENS = _seeded(((1, 64), torch.int64))
+
+
+def _generator():
+    return torch.Generator().manual_seed(1234)
+
+
+def _bert_inputs(device):
+    """input_ids [2, 64] and an attention mask whose second row ends in 16 padding positions."""
+    ids = torch.randint(0, 1024, (2, 64), generator=_generator(), dtype=torch.int64)
+    mask = torch.ones(2, 64, dtype=torch.int64)
+    mask[1, 48:] = 0
+    return ids.to(device), mask.to(device)
+
+
+def _sampling_inputs(device, batch=4, vocab=1024):
+    """Logits [batch, vocab] and one uniform number in [0, 1) per row."""
+    g = _generator()
+    return (torch.randn(batch, vocab, generator=g).mul(3.0).to(device),
+            torch.rand(batch, 1, generator=g).to(device))
+
+
+def _scatter_inputs(device, rows=4, width=128, bins=64):
+    """src [rows, width], index [rows, width] in [0, bins), ids [256] in [0, bins), and a permutation of
+    [0, width) per row."""
+    g = _generator()
+    perm = torch.stack([torch.randperm(width, generator=g) for _ in range(rows)])
+    return (torch.randn(rows, width, generator=g).to(device),
+            torch.randint(0, bins, (rows, width), generator=g, dtype=torch.int64).to(device),
+            torch.randint(0, bins, (256,), generator=g, dtype=torch.int64).to(device), perm.to(device))
 
 ZOO = {
     "resnet18": (torchvision_model("resnet18"), _IMAGES, "float32"),
@@ -234,13 +270,41 @@ ZOO = {
     "llama_decode_f32": (llama_static_decoder, step_inputs, "float32"),
     "sdpa_bf16": (Attention, _attention_inputs(torch.bfloat16), "bfloat16"),
     "sdpa_f32": (Attention, _attention_inputs(torch.float32), "float32"),
+    # ---- issue 18 ----
+    "resnet50": (torchvision_builder("resnet50", 64), _SMALL_IMAGES, "float32"),
+    "efficientnet_b0": (torchvision_builder("efficientnet_b0", 64), _SMALL_IMAGES, "float32"),
+    "convnext_tiny": (torchvision_builder("convnext_tiny", 64), _SMALL_IMAGES, "float32"),
+    "vit_b_16": (torchvision_builder("vit_b_16", 64, image_size=64), _SMALL_IMAGES, "float32"),
+    "swin_t": (torchvision_builder("swin_t", 112), _seeded(((2, 3, 112, 112), torch.float32)), "float32"),
+    "bert_f32": (bert_encoder, _bert_inputs, "float32"),
+    "gpt2_f16": (gpt2_lm, _TOKENS, "float16"),
+    "qwen2_gqa_bf16": (qwen2_lm, _TOKENS, "bfloat16"),
+    "gemma_decode_f32": (gemma_static_decoder, step_inputs, "float32"),
+    "whisper_decoder_f32": (WhisperDecoderLogits, _seeded(((1, 32), torch.int64), ((1, 1500, 384), torch.float32)),
+                            "float32"),
+    "mixtral_moe_f32": (mixtral_moe, _TOKENS, "float32"),
+    "topk_sampling": (TopKSampling, _sampling_inputs, "float32"),
+    "top_p_argsort": (TopPSampling, _sampling_inputs, "float32"),
+    "cond_branches": (CondBranches, _seeded(((8, 64), torch.float32)), "float32"),
+    "scatter_ops": (ScatterOps, _scatter_inputs, "float32"),
+    "int4_linear_bf16": (Int4WeightOnlyLinear, _seeded(((16, 512), torch.bfloat16)), "bfloat16"),
 }
 MODELS.update(ZOO)
 
 # Exported with strict=False (transformers' models do not trace strictly).
-NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32", "llama_decode_f32"}
+NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32", "llama_decode_f32", "bert_f32", "gpt2_f16",
+              "qwen2_gqa_bf16", "gemma_decode_f32", "whisper_decoder_f32", "mixtral_moe_f32"}
+
+# Modules whose weights are laid out for their device once they are on it
+# (build.py calls module.pack_for(device) before the reference run).
+PACKED_FOR_DEVICE = {"int4_linear_bf16"}
+
+# aoti_torch_* functions a zoo model is known to need that aotirt does not
+# implement yet (on CUDA): its test asserts that the library lacks exactly
+# these until aotirt has them, then runs it as any other.
+AWAITING_SHIMS = {"int4_linear_bf16": ["aoti_torch_cuda__weight_int4pack_mm"]}
 
 # Greedy decoder steps with a static KV cache (static_decoder.py, issue 16):
 # their outputs are their next inputs, and build.py also saves torch eager's
 # tokens of a whole greedy decode from their example inputs (loop_tokens.npy).
-DECODE_LOOPS = {"llama_decode_f32"}
+DECODE_LOOPS = {"llama_decode_f32", "gemma_decode_f32"}

@@ -13,14 +13,28 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(os.path.dirname(HERE))
 
 
-def zoo_names():
-    """The keys of zoo.py's ZOO dict, in order, read from its source."""
+# What the compiled zoo is made of: a change to any of them rebuilds it.
+SOURCES = ("zoo.py", "zoo_architectures.py", "op_models.py", "static_decoder.py", "build.py", "torch_runner.py")
+
+
+def _assignment(variable):
+    """The value node of zoo.py's top-level `variable = ...`, read from its source."""
     with open(os.path.join(HERE, "zoo.py")) as f:
         tree = ast.parse(f.read())
     for node in tree.body:
-        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == "ZOO" for t in node.targets):
-            return [ast.literal_eval(key) for key in node.value.keys]
-    raise LookupError(f"{HERE}/zoo.py defines no ZOO")
+        if isinstance(node, ast.Assign) and any(getattr(t, "id", None) == variable for t in node.targets):
+            return node.value
+    raise LookupError(f"{HERE}/zoo.py defines no {variable}")
+
+
+def zoo_names():
+    """The keys of zoo.py's ZOO dict, in order."""
+    return [ast.literal_eval(key) for key in _assignment("ZOO").keys]
+
+
+def awaiting_shims():
+    """zoo.py's AWAITING_SHIMS: model -> the aoti_torch_* functions it is known to need that aotirt lacks."""
+    return ast.literal_eval(_assignment("AWAITING_SHIMS"))
 
 
 def _version(package):
@@ -32,10 +46,10 @@ def _version(package):
 
 def cache_key(device):
     """The folder name (under the cache) of `device`'s models: a hash of the
-    zoo (static_decoder.py with it), the build, torch's runner helper, the versions of torch,
+    zoo's SOURCES (the models, the build, torch's runner helper), the versions of torch,
     torchvision and transformers, and the device."""
     digest = hashlib.sha256()
-    for name in ("zoo.py", "static_decoder.py", "build.py", "torch_runner.py"):
+    for name in SOURCES:
         with open(os.path.join(HERE, name), "rb") as f:
             digest.update(f.read())
     for package in ("torch", "torchvision", "transformers"):

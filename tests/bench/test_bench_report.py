@@ -197,3 +197,66 @@ def test_report_says_why_the_zoo_was_not_timed(tmp_path):
     text = render(rows, tmp_path)
     assert "0/0 models meet both targets." in text
     assert "Not timed: the aotirt worker died during ping (exit status 1)" in text
+
+
+def model_row(model, **check):
+    return {"case": "zoo_model", "model": model, **check}
+
+
+def test_the_zoo_table_has_a_line_per_model_with_its_check_and_times(tmp_path):
+    rows = [model_row("resnet18", ran=True, missing=[], max_rel_error=2.5e-4, bound=1e-3, within=True),
+            zoo_row("resnet18", "aotirt", 300.0, 280.0),
+            zoo_row("resnet18", "aotirt graph replay", 290.0, 279.0),
+            zoo_row("resnet18", "torch runner", 400.0, 300.0),
+            zoo_row("resnet18", "torch runner (run_single_threaded)", 350.0, 290.0),
+            model_row("int4_linear_bf16", ran=False, missing=["aoti_torch_cuda__weight_int4pack_mm"]),
+            zoo_row("int4_linear_bf16", "aotirt", None, None, note="missing: aoti_torch_cuda__weight_int4pack_mm"),
+            zoo_row("int4_linear_bf16", "torch runner", 20.0, 15.0),
+            model_row("gemma_decode_f32", ran=True, missing=[], max_rel_error=0.0, bound=0.0, within=True),
+            zoo_row("gemma_decode_f32", "aotirt", 90.0, 80.0),
+            model_row("sdpa_f32", ran=True, missing=[], max_rel_error=5e-3, bound=1e-3, within=False),
+            zoo_row("sdpa_f32", "aotirt", 50.0, 40.0),
+            model_row("swin_t", ran=False, missing=[], note="not compiled (no swin_t)"),
+            model_row("cond_branches", ran=True, missing=[], modes=["eager"], max_rel_error=1e-7, bound=1e-3,
+                      within=True),
+            zoo_row("cond_branches", "aotirt", 30.0, 10.0),
+            zoo_row("cond_branches", "aotirt graph replay", None, None, note="capture failed: AotiError: item_bool")]
+    text = render(rows, tmp_path)
+    assert ("| resnet18 | yes | 2.5e-04 | 300.00 | 290.00 | 350.00 | 280.00 | 290.00 |  |") in text
+    assert ("| int4_linear_bf16 | missing: aoti_torch_cuda__weight_int4pack_mm | – | – | – | 20.00 | – | 15.00 "
+            "|  |") in text
+    assert "| gemma_decode_f32 | yes | 0 (exact) | 90.00 | – | – | 80.00 | – |  |" in text
+    assert "| sdpa_f32 | yes | **5.0e-03** (bound 1e-03) |" in text
+    assert "| swin_t | no | – | – | – | – | – | – | not compiled (no swin_t) |" in text
+    assert ("| cond_branches | yes | 1.0e-07 | 30.00 | – | – | 10.00 | – | no graph: its capture was refused "
+            "(per-runner rows say why) |") in text
+    assert ("4/6 models ran, 3 within their bounds. Missing functions: int4_linear_bf16 "
+            "(aoti_torch_cuda__weight_int4pack_mm).") in text
+    # The per-runner detail stays below.
+    assert "| resnet18 | torch runner (run_single_threaded) | 350.00 | 350.00 | 290.00 |  |" in text
+
+
+def test_summary_names_the_zoo_models_with_missing_functions(tmp_path):
+    results = tmp_path / "results.jsonl"
+    rows = [model_row("int4_linear_bf16", ran=False, missing=["aoti_torch_cuda__weight_int4pack_mm"]),
+            model_row("resnet18", ran=True, missing=[], max_rel_error=1e-4, bound=1e-3, within=True)]
+    results.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    proc = subprocess.run([sys.executable, os.path.join(REPO, "bench", "report.py"), str(results), "--summary"],
+                          capture_output=True, text=True, timeout=60)
+    assert proc.stdout.strip() == ("zoo: tests not run | ops: 0/0 within target | "
+                                   "zoo missing functions: int4_linear_bf16")
+
+
+def test_a_zoo_check_keeps_the_worst_of_eager_and_replay():
+    import importlib.util
+
+    # bench/zoo.py by its path: tests/aoti/zoo.py (the models, with torch) has the same module name.
+    spec = importlib.util.spec_from_file_location("bench_zoo", os.path.join(REPO, "bench", "zoo.py"))
+    zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zoo)
+    row = zoo.check_row({"eager": (1e-4, 1e-3), "graph": (2e-4, 1e-3)})
+    assert row == {"ran": True, "missing": [], "modes": ["eager", "graph"], "max_rel_error": 2e-4, "bound": 1e-3,
+                   "within": True}
+    row = zoo.check_row({"eager": (0.5, 0.0), "graph": (1e-2, 2e-2)})
+    assert (row["max_rel_error"], row["bound"], row["within"]) == (0.5, 0.0, False)
+    assert zoo.check_row({"eager": (float("inf"), 1e-3)})["max_rel_error"] is None
