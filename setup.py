@@ -56,6 +56,7 @@ MODELS = {
     "encoder": (PIPELINE + ["models/encoder.cpp"], KERNELS_CPU, KERNELS_CUDA),
     "decoder": (PIPELINE + ["models/decoder.cpp"], KERNELS_CPU, KERNELS_CUDA),
     "_kernels": (["kernels/test_api.cpp"], KERNELS_CPU, KERNELS_CUDA),
+    "_random_ops": (["models/container.cpp", "models/testing/random_ops.cpp"], [], []),
 }
 # Models that keep weights: compiled with AOTIRT_MODEL_HAS_STATE (their
 # container owns the weights), which make_weights.py writes beside them.

@@ -99,4 +99,19 @@ AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h) {
 }
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h) { AOTIRT_ENTRY(); delete h; }
 
+AOTIRT_API aotirt_status aotirt_handle_set_seed(aotirt_handle* h, uint64_t seed) {
+  AOTIRT_ENTRY();
+  return h->generator().set_seed(seed);
+}
+
+AOTIRT_API aotirt_status aotirt_handle_seed(aotirt_handle* h, uint64_t* seed) {
+  AOTIRT_ENTRY();
+  return h->generator().seed(seed);
+}
+
+AOTIRT_API aotirt_status aotirt_set_default_seed(uint64_t seed) {
+  AOTIRT_ENTRY();
+  return aotirt::default_generator().set_seed(seed);
+}
+
 }  // extern "C"

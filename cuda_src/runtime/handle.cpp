@@ -300,8 +300,12 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
   clear_error();
   auto run_fn = api_.run_single_threaded ? api_.run_single_threaded : api_.run;
   register_input_aliases(aliases, num_inputs);
-  AOTIRuntimeError ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
-                                reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
+  AOTIRuntimeError ran;
+  {
+    GeneratorScope random_numbers(&generator_);  // the random shims draw from this handle's generator
+    ran = run_fn(container_, aliases, num_inputs, outputs, num_outputs,
+                 reinterpret_cast<AOTInductorStreamHandle>(on ? on->handle : nullptr), nullptr);
+  }
   after_run();
   std::vector<Tensor*> untaken;
   settle_input_aliases(aliases, num_inputs, ran != 0 ? &untaken : nullptr);

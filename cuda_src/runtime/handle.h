@@ -16,6 +16,7 @@
 #include "aotirt/aotirt.h"
 #include "runtime/container_api.h"
 #include "runtime/model_checks.h"
+#include "runtime/rng.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
 
@@ -76,6 +77,8 @@ struct aotirt_handle {
   // or nullptr: aotirt_handle_run's one check. Set once, before the first run.
   aotirt::AutoGraphs* auto_graphs() const { return auto_graphs_.get(); }
   void set_auto_graphs(std::unique_ptr<aotirt::AutoGraphs> graphs);
+  // The random shims' generator (runtime/rng.h), current during each run.
+  aotirt::Generator& generator() { return generator_; }
 
  protected:
   aotirt_handle(std::string path, int32_t device_type, int32_t device_index);
@@ -113,6 +116,7 @@ struct aotirt_handle {
   // A container with one model instance is not safe to run from two threads
   // at once; this makes concurrent run() calls take turns.
   std::mutex run_mutex_;
+  aotirt::Generator generator_;
   // Destroyed after close(): its graphs borrow this handle.
   std::unique_ptr<aotirt::AutoGraphs> auto_graphs_;
 };

@@ -329,6 +329,17 @@ AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* 
 AOTIRT_API aotirt_status aotirt_handle_close(aotirt_handle* h);
 // Closes (if needed) and frees the handle object.
 AOTIRT_API void aotirt_handle_free(aotirt_handle* h);
+// The seed of the handle's random number generator (what its runs' rand,
+// randn and randint shims draw from: Philox4x32-10, runtime/rng.h), and a
+// new one, which also restarts its counter: the same seed then draws the
+// same numbers again, eagerly and in CUDA graph replays alike (the counter
+// lives in device memory; setting it is queued on the handle's stream, no
+// wait). Until set: AOTIRT_SEED when set, else 67280421310721 (torch's
+// default seed). aotirt_set_default_seed seeds the generator that shims
+// called outside any run use.
+AOTIRT_API aotirt_status aotirt_handle_set_seed(aotirt_handle* h, uint64_t seed);
+AOTIRT_API aotirt_status aotirt_handle_seed(aotirt_handle* h, uint64_t* seed);
+AOTIRT_API aotirt_status aotirt_set_default_seed(uint64_t seed);
 
 // ---- CUDA graphs -------------------------------------------------------------
 // One run of a CUDA handle, captured once and replayed with one launch.

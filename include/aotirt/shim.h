@@ -113,6 +113,28 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmm_out(AtenTensorHandle out, 
                                                           AtenTensorHandle mat1, AtenTensorHandle mat2,
                                                           double beta, double alpha);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2);
+//   baddbmm: out[B,M,N] = beta * self + alpha * (batch1 @ batch2); self broadcasts to [B,M,N]
+//   addmv:   ret0[M] = beta * self + alpha * (mat[M,K] @ vec[K]); self broadcasts to [M]
+//   _addmm_activation: ret0[M,N] = act(addmm(self, mat1, mat2, beta, alpha)), act relu, or
+//          gelu (tanh approximation on CUDA, erf on the CPU, as torch)
+//   _int_mm: out[M,N] int32 = self[M,K] int8 @ mat2[K,N] int8 (CUDA: M > 16, K and N
+//          multiples of 8, as torch)
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+    AtenTensorHandle batch1, AtenTensorHandle batch2, double beta, double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_addmv(AtenTensorHandle self, AtenTensorHandle mat, AtenTensorHandle vec,
+    double beta, double alpha, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__addmm_activation(AtenTensorHandle self, AtenTensorHandle mat1,
+    AtenTensorHandle mat2, double beta, double alpha, int32_t use_gelu, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__int_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+    AtenTensorHandle mat2);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_baddbmm_out(AtenTensorHandle out, AtenTensorHandle self,
+    AtenTensorHandle batch1, AtenTensorHandle batch2, double beta, double alpha);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_addmv(AtenTensorHandle self, AtenTensorHandle mat, AtenTensorHandle vec,
+    double beta, double alpha, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__addmm_activation(AtenTensorHandle self, AtenTensorHandle mat1,
+    AtenTensorHandle mat2, double beta, double alpha, int32_t use_gelu, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__int_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+    AtenTensorHandle mat2);
 
 // Diagnostics. aoti_torch_check records the message as the thread's last
 // error (the model then fails its run and aotirt reports that message).
@@ -225,6 +247,36 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTenso
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
                                                           int64_t indices_len_, AtenTensorHandle values,
                                                           int32_t accumulate, AtenTensorHandle* ret0);
+
+// Random numbers (aten.rand, randn, randint, randint.low, randint.low_out):
+// Philox4x32-10 from the thread's current generator (a handle's during its
+// runs, seeded by aotirt_handle_set_seed / AOTIRT_SEED), rand uniform in
+// [0, 1) and randn standard normal for floating dtypes (default float32),
+// randint integers in [low, high) (default int64). Reproducible per seed,
+// the same values on the CPU and CUDA (normal values to a few ulp), not
+// torch's values. On CUDA the generator's counter lives in device memory, so
+// each replay of a CUDA graph draws new numbers. layout must be NULL or
+// strided; pin_memory is ignored; randint_low_out's out must have `size`.
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_rand(const int64_t* size, int64_t size_len_, int32_t* dtype, int32_t* layout,
+    int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randn(const int64_t* size, int64_t size_len_, int32_t* dtype, int32_t* layout,
+    int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randint(int64_t high, const int64_t* size, int64_t size_len_, int32_t* dtype,
+    int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randint_low(int64_t low, int64_t high, const int64_t* size, int64_t size_len_,
+    int32_t* dtype, int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_randint_low_out(AtenTensorHandle out, int64_t low, int64_t high,
+    const int64_t* size, int64_t size_len_);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_rand(const int64_t* size, int64_t size_len_, int32_t* dtype, int32_t* layout,
+    int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_randn(const int64_t* size, int64_t size_len_, int32_t* dtype, int32_t* layout,
+    int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_randint(int64_t high, const int64_t* size, int64_t size_len_, int32_t* dtype,
+    int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_randint_low(int64_t low, int64_t high, const int64_t* size, int64_t size_len_,
+    int32_t* dtype, int32_t* layout, int32_t* device, int32_t device_index_, int32_t* pin_memory, AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_randint_low_out(AtenTensorHandle out, int64_t low, int64_t high,
+    const int64_t* size, int64_t size_len_);
 
 #ifdef __cplusplus
 }  // extern "C"

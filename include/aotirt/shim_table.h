@@ -5,7 +5,7 @@
 // `family` names where the implementation lives under cuda_src/shims/
 // ("tensor": tensor_attributes.cpp, "memory": memory.cpp, "stream":
 // streams.cpp, "diagnostics": diagnostics.cpp; "matmul", "attention",
-// "convolution", "scan", "sort", "control", "indexing": the folder of that
+// "convolution", "scan", "sort", "control", "indexing", "random": the folder of that
 // name); `devices`: "cpu", "cuda" or "any" (the device of the tensors it
 // takes).
 //
@@ -72,9 +72,17 @@ AOTIRT_SHIM(aoti_torch_check,                                           "diagnos
 AOTIRT_SHIM(aoti_torch_cpu_mm_out,                                      "matmul",       "cpu")
 AOTIRT_SHIM(aoti_torch_cpu_addmm_out,                                   "matmul",       "cpu")
 AOTIRT_SHIM(aoti_torch_cpu_bmm_out,                                     "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_baddbmm_out,                                 "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_addmv,                                       "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu__addmm_activation,                           "matmul",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu__int_mm_out,                                 "matmul",       "cpu")
 AOTIRT_SHIM(aoti_torch_cuda_mm_out,                                     "matmul",       "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_addmm_out,                                  "matmul",       "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_bmm_out,                                    "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_baddbmm_out,                                "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_addmv,                                      "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda__addmm_activation,                          "matmul",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda__int_mm_out,                                "matmul",       "cuda")
 AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_efficient_attention,    "attention",    "cuda")
 AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_cudnn_attention,        "attention",    "cuda")
 AOTIRT_SHIM(aoti_torch_cuda__scaled_dot_product_flash_attention,        "attention",    "cuda")
@@ -101,5 +109,15 @@ AOTIRT_SHIM(aoti_torch_cuda_scatter_src_out,                            "indexin
 AOTIRT_SHIM(aoti_torch_cuda_scatter_value_out,                          "indexing",     "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_scatter_reduce_two_out,                     "indexing",     "cuda")
 AOTIRT_SHIM(aoti_torch_cuda_index_put,                                  "indexing",     "cuda")
+AOTIRT_SHIM(aoti_torch_cpu_rand,                                        "random",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_randn,                                       "random",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_randint,                                     "random",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_randint_low,                                 "random",       "cpu")
+AOTIRT_SHIM(aoti_torch_cpu_randint_low_out,                             "random",       "cpu")
+AOTIRT_SHIM(aoti_torch_cuda_rand,                                       "random",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_randn,                                      "random",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_randint,                                    "random",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_randint_low,                                "random",       "cuda")
+AOTIRT_SHIM(aoti_torch_cuda_randint_low_out,                            "random",       "cuda")
 
 #undef AOTIRT_SHIM

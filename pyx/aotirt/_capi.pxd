@@ -156,6 +156,9 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bint* exact)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
+    aotirt_status aotirt_handle_set_seed(aotirt_handle* h, uint64_t seed)
+    aotirt_status aotirt_handle_seed(aotirt_handle* h, uint64_t* seed)
+    aotirt_status aotirt_set_default_seed(uint64_t seed)
 
     ctypedef struct aotirt_graph_stats:
         int enabled

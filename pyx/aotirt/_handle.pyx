@@ -4,12 +4,13 @@ Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph
 and _loop; only _testing cimports it (_handle.pxd declares the classes).
 """
 
+import operator
 import os
 import sys
 import warnings
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
-from libc.stdint cimport int32_t, uint8_t
+from libc.stdint cimport int32_t, uint8_t, uint64_t
 from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
@@ -18,7 +19,8 @@ from aotirt._capi cimport (
     aotirt_handle_graphs_disabled_reason, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_take_graph_warning,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
-    aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
+    aotirt_handle_run, aotirt_handle_seed, aotirt_handle_set_seed, aotirt_handle_stream,
+    aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
     aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
 )
@@ -331,6 +333,28 @@ cdef class AotiHandle:
             check(status)
         finally:
             PyBuffer_Release(&view)
+
+    def seed(self, seed=None):
+        """Seed the random numbers this handle's runs draw, and return the seed.
+
+        The model's rand, randn and randint (and the seeds Inductor draws
+        for its own random kernels) come from the handle's Philox generator.
+        ``seed(n)`` (0 <= n < 2**64) restarts it: the runs after it, eager
+        or replayed CUDA graphs, draw the same numbers as after any other
+        ``seed(n)``. ``seed()`` only returns the seed (``AOTIRT_SEED``, else
+        torch's default seed, until one is set). Not torch's numbers.
+        """
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        cdef uint64_t value
+        if seed is not None:
+            seed = operator.index(seed)
+            if not 0 <= seed < 2**64:
+                raise ValueError(f"seed must be in [0, 2**64), got {seed}")
+            value = seed
+            check(aotirt_handle_set_seed(self._h, value))
+        check(aotirt_handle_seed(self._h, &value))
+        return value
 
     def close(self):
         """Delete the model container. Closing a closed handle does nothing."""

@@ -27,7 +27,7 @@ LIB.aotirt_last_error_message.restype = ctypes.c_char_p
 FAMILIES = {"tensor": "tensor_attributes.cpp", "memory": "memory.cpp", "stream": "streams.cpp",
             "diagnostics": "diagnostics.cpp", "matmul": "matmul", "attention": "attention",
             "convolution": "convolution", "scan": "scan", "sort": "sort", "control": "control",
-            "indexing": "indexing"}
+            "indexing": "indexing", "random": "random"}
 DEVICES = {"cpu", "cuda", "any"}
 
 

@@ -169,7 +169,7 @@ def owned(slots):
 
 BF16 = "bfloat16"
 DTYPE_CODES = {np.dtype(np.float16): 5, np.dtype(np.float32): 6, np.dtype(np.float64): 7, BF16: 15,
-               np.dtype(np.int32): 3}
+               np.dtype(np.int32): 3, np.dtype(np.int8): 1}
 # Values are stored as: numpy dtype (bf16 as uint16 bits).
 STORAGE = {BF16: np.dtype(np.uint16)}
 

@@ -21,6 +21,7 @@ constexpr Status kSuccess = 0;      // CUBLAS_STATUS_SUCCESS
 // cublasOperation_t (CUBLAS_OP_N 0, CUBLAS_OP_T 1): see gemm_layout.h.
 constexpr int kCompute32F = 68;     // CUBLAS_COMPUTE_32F: float math, no TF32
 constexpr int kCompute64F = 70;     // CUBLAS_COMPUTE_64F
+constexpr int kCompute32I = 72;     // CUBLAS_COMPUTE_32I
 constexpr int kGemmDefault = -1;    // CUBLAS_GEMM_DEFAULT
 
 struct Api {

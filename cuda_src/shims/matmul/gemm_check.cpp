@@ -80,7 +80,7 @@ bool same_elements(const Tensor& x, const Tensor& y) {
 
 aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, const Tensor* self,
                       const Tensor* mat1, const Tensor* mat2, double beta, double alpha, bool batched,
-                      Problem* p) {
+                      Problem* p, bool int8) {
   const bool addmm = self != nullptr;
   // In torch's signatures the left factor of mm and bmm is called `self`.
   const char* left_name = addmm ? "mat1" : "self";
@@ -94,10 +94,16 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   for (const Arg& arg : args) {
     if (!arg.t) continue;
     if (!arg.t->storage) return fail(AOTIRT_ERROR_VALUE, prefix(name) + arg.name + " has no storage");
-    if (!supported_dtype(arg.t->dtype))
+    if (int8) {
+      const int32_t want = arg.t == out ? AOTIRT_DTYPE_INT32 : AOTIRT_DTYPE_INT8;
+      if (arg.t->dtype != want)
+        return fail(AOTIRT_ERROR_TYPE, prefix(name) + arg.name + " is " + dtype_name(arg.t->dtype) + ", expected " +
+                                           dtype_name(want) + " (int8 factors, an int32 out)");
+    } else if (!supported_dtype(arg.t->dtype)) {
       return fail(AOTIRT_ERROR_TYPE, prefix(name) + arg.name + " is " + dtype_name(arg.t->dtype) +
                                          "; supported dtypes are float32, float64, float16 and bfloat16");
-    if (arg.t->dtype != out->dtype)
+    }
+    if (!int8 && arg.t->dtype != out->dtype)
       return fail(AOTIRT_ERROR_TYPE, prefix(name) + arg.name + " is " + dtype_name(arg.t->dtype) + " but out is " +
                                          dtype_name(out->dtype) + " (every operand must have one dtype)");
     if (arg.t->storage->device_type != device_type)
@@ -147,17 +153,19 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   if (addmm) {
     // Broadcast self to [M, N] as torch does: align trailing dimensions; a
     // missing or size-1 dimension repeats (stride 0).
-    if (self->ndim > 2)
-      return fail(AOTIRT_ERROR_VALUE, prefix(name) + "self must have at most 2 dimensions, got " + shape_of(*self));
+    if (self->ndim > rank)
+      return fail(AOTIRT_ERROR_VALUE, prefix(name) + "self must have at most " + std::to_string(rank) +
+                                          " dimensions, got " + shape_of(*self));
     Tensor s = *self;
     s.ndim = 3;
-    const int64_t target[] = {1, q.m, q.n};
+    const int64_t target[] = {batched ? q.batch : 1, q.m, q.n};
     for (int64_t d = 2; d >= 0; --d) {
       int64_t from = d - (3 - self->ndim);
       int64_t size = from >= 0 ? self->sizes[from] : 1;
       int64_t stride = from >= 0 ? self->strides[from] : 0;
       if (size != target[d] && size != 1)
         return fail(AOTIRT_ERROR_VALUE, prefix(name) + "self " + shape_of(*self) + " does not broadcast to [" +
+                                            (batched ? std::to_string(q.batch) + ", " : std::string()) +
                                             std::to_string(q.m) + ", " + std::to_string(q.n) + "]");
       s.sizes[d] = target[d];
       s.strides[d] = size == target[d] ? stride : 0;
@@ -170,6 +178,7 @@ aotirt_status prepare(const char* name, int32_t device_type, const Tensor* out, 
   q.alpha = alpha;
   q.beta = q.has_self ? beta : 0.0;
 
+  q.int8 = int8;
   q.out_is_self = q.has_self && same_elements(q.out, q.self);
   q.out_overlaps_input = overlap(q.out, q.a) || overlap(q.out, q.b) ||
                          (q.has_self && !q.out_is_self && overlap(q.out, q.self));

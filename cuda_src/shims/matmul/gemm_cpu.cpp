@@ -1,4 +1,5 @@
-// The CPU matrix multiply behind aoti_torch_cpu_{mm,addmm,bmm}_out.
+// The CPU matrix multiply behind aoti_torch_cpu_{mm,addmm,bmm,baddbmm}_out,
+// addmv, _addmm_activation and _int_mm_out.
 //
 // A fallback, not a BLAS: it is correct for any strides and simple enough to
 // trust. Products are summed in double for every dtype: for float32 that makes
@@ -120,6 +121,24 @@ void gemm(const Problem& p, const Tensor& target) {
   }
 }
 
+// _int_mm: int8 products summed in int32, wrapping as torch's int32
+// accumulation does (the sum is formed in uint32, so the overflow is defined).
+void int8_gemm(const Problem& p, const Tensor& target) {
+  const int64_t* sa = p.a.strides;
+  const int64_t* sb = p.b.strides;
+  const int64_t* so = target.strides;
+  const auto* a = static_cast<const int8_t*>(p.a.data());
+  const auto* b = static_cast<const int8_t*>(p.b.data());
+  auto* out = static_cast<int32_t*>(target.data());
+  for (int64_t i = 0; i < p.m; ++i)
+    for (int64_t j = 0; j < p.n; ++j) {
+      uint32_t sum = 0;
+      for (int64_t l = 0; l < p.k; ++l)
+        sum += static_cast<uint32_t>(static_cast<int32_t>(a[i * sa[1] + l * sa[2]]) * b[l * sb[1] + j * sb[2]]);
+      out[i * so[1] + j * so[2]] = static_cast<int32_t>(sum);
+    }
+}
+
 }  // namespace
 
 aotirt_status run_cpu(const Problem& p) {
@@ -129,7 +148,8 @@ aotirt_status run_cpu(const Problem& p) {
   Tensor scratch;
   if (p.out_overlaps_input) AOTIRT_TRY(empty_like(p.out, StreamRef(), &scratch));
   const Tensor& target = p.out_overlaps_input ? scratch : p.out;
-  switch (p.out.dtype) {
+  switch (p.int8 ? AOTIRT_DTYPE_INT8 : p.out.dtype) {
+    case AOTIRT_DTYPE_INT8: int8_gemm(p, target); break;
     case AOTIRT_DTYPE_FLOAT32: gemm<F32>(p, target); break;
     case AOTIRT_DTYPE_FLOAT64: gemm<F64>(p, target); break;
     case AOTIRT_DTYPE_FLOAT16: gemm<F16>(p, target); break;

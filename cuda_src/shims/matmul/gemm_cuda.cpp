@@ -1,4 +1,5 @@
-// The CUDA matrix multiply behind aoti_torch_cuda_{mm,addmm,bmm}_out: one
+// The CUDA matrix multiply behind aoti_torch_cuda_{mm,addmm,bmm,baddbmm}_out,
+// addmv, _addmm_activation and _int_mm_out: one
 // cuBLAS GEMM (strided-batched for bmm) queued on the current stream of out's
 // device. Nothing here waits for the GPU; temporaries are stream-ordered.
 // Which operand goes in transposed, and what must be copied first, is
@@ -30,6 +31,8 @@ bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
 cudaDataType_t data_type(int32_t dtype) {
   switch (dtype) {
+    case AOTIRT_DTYPE_INT8: return CUDA_R_8I;
+    case AOTIRT_DTYPE_INT32: return CUDA_R_32I;
     case AOTIRT_DTYPE_FLOAT64: return CUDA_R_64F;
     case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
     case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
@@ -107,18 +110,21 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
 
   // Scalars in the compute type: float math for float32 (no TF32, torch's
   // default for float32 matmul) and for float16/bfloat16, double for float64.
+  // _int_mm: int8 factors, int32 out and int32 math with int32 scalars.
   const bool f64 = p.out.dtype == AOTIRT_DTYPE_FLOAT64;
-  const int compute = f64 ? cublas::kCompute64F : cublas::kCompute32F;
+  const int compute = p.int8 ? cublas::kCompute32I : f64 ? cublas::kCompute64F : cublas::kCompute32F;
   const float alpha_f = static_cast<float>(alpha), beta_f = static_cast<float>(p.beta);
-  const void* alpha_ptr = f64 ? static_cast<const void*>(&alpha) : &alpha_f;
-  const void* beta_ptr = f64 ? static_cast<const void*>(&p.beta) : &beta_f;
-  const cudaDataType_t type = data_type(p.out.dtype);
+  const int32_t alpha_i = static_cast<int32_t>(alpha), beta_i = 0;
+  const void* alpha_ptr = p.int8 ? static_cast<const void*>(&alpha_i) : f64 ? static_cast<const void*>(&alpha) : &alpha_f;
+  const void* beta_ptr = p.int8 ? static_cast<const void*>(&beta_i) : f64 ? static_cast<const void*>(&p.beta) : &beta_f;
+  const cudaDataType_t type = data_type(p.int8 ? AOTIRT_DTYPE_INT8 : p.out.dtype);
+  const cudaDataType_t c_type = data_type(p.out.dtype);
   const int m = static_cast<int>(plan.m), n = static_cast<int>(plan.n), kk = static_cast<int>(k);
   if (p.batch == 1) {
     AOTIRT_TRY(cublas::check(*api, p.name, "cublasGemmEx",
                              api->gemm(handle, x.op, y.op, m, n, kk, alpha_ptr, x_data, type, static_cast<int>(x.ld),
                                        y_data, type, static_cast<int>(y.ld), beta_ptr, c_data,
-                                       type, static_cast<int>(c.ld), compute, cublas::kGemmDefault)));
+                                       c_type, static_cast<int>(c.ld), compute, cublas::kGemmDefault)));
   } else {
     // A strided tensor's matrices are evenly spaced, so one strided-batched
     // call covers every bmm (a broadcast factor has batch stride 0).
@@ -126,7 +132,7 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
         *api, p.name, "cublasGemmStridedBatchedEx",
         api->gemm_strided_batched(handle, x.op, y.op, m, n, kk, alpha_ptr, x_data, type, static_cast<int>(x.ld),
                                   x.batch_stride, y_data, type, static_cast<int>(y.ld), y.batch_stride, beta_ptr,
-                                  c_data, type, static_cast<int>(c.ld), c.batch_stride,
+                                  c_data, c_type, static_cast<int>(c.ld), c.batch_stride,
                                   static_cast<int>(p.batch), compute, cublas::kGemmDefault)));
   }
   if (plan.scratch) AOTIRT_TRY(copy_device_to_device(p.out, scratch, stream.get()));
