@@ -168,7 +168,8 @@ def inspect(args):
     """What a model needs and holds, without opening its library."""
     import json
 
-    from aotirt.inspect_model import format_text, inspect as inspect_model
+    from aotirt.inspect_model import format_text
+    from aotirt.inspect_model import inspect as inspect_model
 
     report = inspect_model(args.model)
     print(json.dumps(report, indent=1) if args.json else format_text(report))

@@ -20,7 +20,8 @@ from aotirt._capi cimport (
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_stream, aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
-    aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
+    aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_tensor,
     aotirt_tensor_free,
 )
 from aotirt._constants cimport constant_rows, constant_value, swap_constants, update_constants

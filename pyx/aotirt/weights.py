@@ -10,7 +10,7 @@ tensors the core checks and hands to the library.
 
 import os
 from collections.abc import Mapping
-from typing import NamedTuple, Optional, Tuple
+from typing import NamedTuple, Optional
 
 __all__ = ["Constant", "Weights", "load_weights"]
 
@@ -24,7 +24,7 @@ class Constant(NamedTuple):
     name: str                       # the library's own name
     fqn: Optional[str]              # the module's path, its state_dict key
     dtype: Optional[str]            # "float32", ...
-    shape: Optional[Tuple[int, ...]]  # None until a value is loaded
+    shape: Optional[tuple[int, ...]]  # None until a value is loaded
     nbytes: int
     kind: str                       # "parameter", "buffer", "tensor constant", "folded", "unknown"
     folded: bool                    # made by constant folding: not given by users

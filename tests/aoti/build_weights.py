@@ -21,7 +21,9 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-VARIANTS = ("embedded", "blob")
+# `large` (CUDA only): the blob variant with 16 MiB of weights, for the
+# shared-weights memory figure.
+VARIANTS = {"cpu": ("embedded", "blob"), "cuda": ("embedded", "blob", "large")}
 
 
 def cache_folder(cache, device):
@@ -34,7 +36,7 @@ def cache_folder(cache, device):
     return os.path.join(cache, digest.hexdigest()[:16])
 
 
-def make_module(seed):
+def make_module(seed, width=32):
     import torch
 
     class WeightsNet(torch.nn.Module):
@@ -42,9 +44,9 @@ def make_module(seed):
 
         def __init__(self):
             super().__init__()
-            self.fc1 = torch.nn.Linear(16, 32)
-            self.norm = torch.nn.LayerNorm(32)
-            self.fc2 = torch.nn.Linear(32, 8)
+            self.fc1 = torch.nn.Linear(16, width)
+            self.norm = torch.nn.LayerNorm(width)
+            self.fc2 = torch.nn.Linear(width, 8)
             self.register_buffer("offset", torch.randn(8))
 
         def forward(self, x):
@@ -64,7 +66,8 @@ def build(variant, device, folder):
     from safetensors.torch import save_file
 
     os.makedirs(folder, exist_ok=True)
-    a, b = make_module(0).to(device), make_module(1).to(device)
+    width = 262144 if variant == "large" else 32   # 27 floats per unit: 27 MiB
+    a, b = make_module(0, width).to(device), make_module(1, width).to(device)
     x = torch.randn(4, 16, generator=torch.Generator().manual_seed(2)).to(device)
     with torch.no_grad():
         np.save(os.path.join(folder, "expected_a.npy"), a(x).cpu().numpy())
@@ -74,7 +77,7 @@ def build(variant, device, folder):
         save_file({k: v.detach().cpu().contiguous() for k, v in module.state_dict().items()},
                   os.path.join(folder, f"state_{name}.safetensors"))
     configs = {"aot_inductor.link_libtorch": False}
-    if variant == "blob":
+    if variant in ("blob", "large"):
         configs["aot_inductor.package_constants_on_disk_format"] = "binary_blob"
     if device == "cuda":
         configs["aot_inductor.embed_kernel_binary"] = True
@@ -94,7 +97,7 @@ def main():
     parser.add_argument("--cache", required=True)
     args = parser.parse_args()
     root = cache_folder(args.cache, args.device)
-    for variant in VARIANTS:
+    for variant in VARIANTS[args.device]:
         folder = os.path.join(root, variant)
         if os.path.exists(os.path.join(folder, "meta.json")):
             continue
