@@ -79,13 +79,20 @@ def _ints(raw):
 
 
 def _dtype(raw):
-    found = re.search(r"k(\w+)", raw or "")
+    """A dtype name from the source's spellings: cached_torch_dtype_float32,
+    aoti_torch_dtype_float32(), "torch.float32", at::kFloat."""
+    raw = raw or ""
+    found = re.search(r"dtype_([a-z0-9]+)", raw) or re.search(r"torch\.([a-z0-9]+)", raw)
+    if found:
+        return found.group(1)
+    found = re.search(r"k([A-Z]\w+)", raw)
     return _DTYPES.get(found.group(1), found.group(1)) if found else None
 
 
 def _from_source(text):
-    inputs = [{"name": _string(b.get("name"))} for b in _info_blocks(text, "inputs")]
-    outputs = [{"name": _string(b.get("name"))} for b in _info_blocks(text, "outputs")]
+    inputs = [{"name": _string(b.get("name")), "dtype": _dtype(b.get("dtype"))} for b in _info_blocks(text, "inputs")]
+    outputs = [{"name": _string(b.get("name")), "dtype": _dtype(b.get("dtype"))}
+               for b in _info_blocks(text, "outputs")]
     _input_checks(text, inputs)
     constants = []
     for b in _info_blocks(text, "constants"):
@@ -99,27 +106,20 @@ def _from_source(text):
 
 
 def _input_checks(text, inputs):
-    """Dtypes, static sizes and dynamic bounds from the generated input
-    checks (__check_inputs_outputs), where the source has them."""
+    """Static sizes and the bounds of dynamic ones, from the generated input
+    checks (__check_inputs_outputs), where the source has them: each size is
+    an int, or {"min": ..., "max": ...} for a dynamic one."""
     for i, entry in enumerate(inputs):
-        dtype = re.search(rf"int32_t arg{i}_1_dtype_expected = aoti_torch_dtype_(\w+)\(\)", text)
-        if dtype is None:
-            dtype = re.search(rf"input_handles\[{i}\].*?aoti_torch_dtype_(\w+)\(\)", text, re.S)
+        prefix = rf'"input_handles\[{i}\]: '
         sizes = {}
-        for dim, value in re.findall(rf"input_handles\[{i}\]: unmatched dim value at (\d+), expected: (\d+)",
-                                     text):
+        for dim, value in re.findall(prefix + r'unmatched dim value at (\d+), "\s*<< "expected: (\d+),', text):
             sizes[int(dim)] = int(value)
-        for dim, low in re.findall(rf"input_handles\[{i}\]: dim value is too small at (\d+), expected it to be "
-                                   rf">= (\d+)", text):
-            sizes[int(dim)] = {"min": int(low), "max": sizes.get(int(dim), {}).get("max")
-                               if isinstance(sizes.get(int(dim)), dict) else None}
-        for dim, high in re.findall(rf"input_handles\[{i}\]: dim value is too large at (\d+), expected to be "
-                                    rf"<= (\d+)", text):
-            bounds = sizes.get(int(dim)) if isinstance(sizes.get(int(dim)), dict) else {"min": None}
-            bounds["max"] = int(high)
-            sizes[int(dim)] = bounds
-        if dtype:
-            entry["dtype"] = dtype.group(1)
+        for dim, low in re.findall(prefix + r'dim value is too small at (\d+), "\s*<< "expected it to be >= (\d+),',
+                                   text):
+            sizes.setdefault(int(dim), {"min": None, "max": None})["min"] = int(low)
+        for dim, high in re.findall(prefix + r'dim value is too large at (\d+), "\s*<< "expected to be <= (\d+),',
+                                    text):
+            sizes.setdefault(int(dim), {"min": None, "max": None})["max"] = int(high)
         if sizes:
             entry["shape"] = [sizes.get(d) for d in range(max(sizes) + 1)]
 
