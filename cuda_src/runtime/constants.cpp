@@ -198,6 +198,7 @@ aotirt_status ConstantTable::update(const ConstantsContext& ctx, const char* con
   std::vector<size_t> given_at(infos_.size(), 0);
   std::string problems;
   size_t count = 0;
+  bool unknown = false;
   auto problem = [&](const std::string& text) {
     problems += (count++ ? "; " : "") + text;
   };
@@ -206,6 +207,7 @@ aotirt_status ConstantTable::update(const ConstantsContext& ctx, const char* con
     auto it = index_.find(key);
     if (it == index_.end()) {
       problem("'" + key + "' is not a constant of the model");
+      unknown = true;
       continue;
     }
     const ConstantInfo& info = infos_[it->second];
@@ -238,6 +240,14 @@ aotirt_status ConstantTable::update(const ConstantsContext& ctx, const char* con
     problem(std::to_string(missing_count) + " constant(s) of the model are missing: " + missing +
             (kept_available ? " (only buffers and tensor constants may be left out)"
                             : " (the model holds no weights yet: every constant must be given)"));
+  if (unknown) {
+    std::string names;
+    for (const ConstantInfo& info : infos_)
+      if (!info.folded) names += (names.empty() ? "" : ", ") + (info.fqn.empty() ? info.name : info.fqn);
+    problem("the model's constants are " + (names.empty() ? std::string("none") : names) +
+            " (torch folds into the compiled code what it can compute at compile time: such module values "
+            "are no constants and cannot be replaced)");
+  }
   if (count)
     return fail(AOTIRT_ERROR_VALUE, ctx.path + ": the constants were not replaced (nothing changed): " + problems);
 

@@ -110,6 +110,10 @@ def _input_checks(text, inputs):
     checks (__check_inputs_outputs), where the source has them: each size is
     an int, or {"min": ..., "max": ...} for a dynamic one."""
     for i, entry in enumerate(inputs):
+        dtype = re.search(rf"int32_t {re.escape(entry['name'] or '?')}_expected_dtype = aoti_torch_dtype_(\w+)\(\)",
+                          text)
+        if dtype and not entry.get("dtype"):
+            entry["dtype"] = dtype.group(1)
         prefix = rf'"input_handles\[{i}\]: '
         sizes = {}
         for dim, value in re.findall(prefix + r'unmatched dim value at (\d+), "\s*<< "expected: (\d+),', text):
