@@ -26,6 +26,14 @@ struct ContainerApi {
   AOTInductorModelContainerGetConstantDataSizeFunc constant_data_size = nullptr;
   AOTInductorModelContainerGetConstantFromFoldedFunc constant_from_folded = nullptr;
   AOTInductorModelContainerExtractConstantsMapEntriesFunc extract_constants = nullptr;
+  // Constants by name (runtime/constants.h).
+  AOTInductorModelContainerGetConstantNameFunc constant_name = nullptr;
+  AOTInductorModelContainerGetConstantOriginalFQNFunc constant_fqn = nullptr;
+  AOTInductorModelContainerGetConstantTypeFunc constant_type = nullptr;
+  AOTInductorModelContainerGetConstantDtypeFunc constant_dtype = nullptr;
+  AOTInductorModelContainerExtractConstantsMapFunc extract_constants_map = nullptr;
+  AOTInductorModelContainerUpdateUserManagedConstantBufferPairsFunc update_user_managed = nullptr;
+  AOTInductorModelContainerSwapConstantBufferFunc swap_constants = nullptr;
 };
 
 }  // namespace aotirt

@@ -170,6 +170,7 @@ aotirt_status aotirt_handle::load(const std::string& device_str) {
   if (api_.num_inputs(container_, &num_inputs_) != 0) return model_failure("AOTInductorModelContainerGetNumInputs");
   if (api_.num_outputs(container_, &num_outputs_) != 0) return model_failure("AOTInductorModelContainerGetNumOutputs");
   weights_ = inspect_weights(api_, library_, container_);
+  constants_.read(api_, container_, !weights_.missing);
   const char* name = nullptr;
   if (api_.input_name)
     for (size_t i = 0; i < num_inputs_; ++i)
@@ -204,6 +205,15 @@ aotirt_status aotirt_handle::resolve_symbols() {
       {"AOTInductorModelContainerGetConstantFromFolded", reinterpret_cast<void**>(&api_.constant_from_folded), false},
       {"AOTInductorModelContainerExtractConstantsMapEntries", reinterpret_cast<void**>(&api_.extract_constants),
        false},
+      {"AOTInductorModelContainerGetConstantName", reinterpret_cast<void**>(&api_.constant_name), false},
+      {"AOTInductorModelContainerGetConstantOriginalFQN", reinterpret_cast<void**>(&api_.constant_fqn), false},
+      {"AOTInductorModelContainerGetConstantType", reinterpret_cast<void**>(&api_.constant_type), false},
+      {"AOTInductorModelContainerGetConstantDtype", reinterpret_cast<void**>(&api_.constant_dtype), false},
+      {"AOTInductorModelContainerExtractConstantsMap", reinterpret_cast<void**>(&api_.extract_constants_map),
+       false},
+      {"AOTInductorModelContainerUpdateUserManagedConstantBufferPairs",
+       reinterpret_cast<void**>(&api_.update_user_managed), false},
+      {"AOTInductorModelContainerSwapConstantBuffer", reinterpret_cast<void**>(&api_.swap_constants), false},
   };
   std::string missing;
   for (const Symbol& symbol : symbols) {
@@ -358,6 +368,52 @@ aotirt_status aotirt_handle::update_constants_from_blob(const uint8_t* blob, siz
                                    " bytes could not be checked)"
                              : "");
   weights_.missing = false;
+  constants_.library_loaded(api_, container_);
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::update_constants(const char* const* keys, Tensor* const* values, const int* share,
+                                              size_t n, bool inactive) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  AOTIRT_TRY(before_run(stream()));
+  ConstantsContext ctx{api_, container_, path_, device_type_, device_index_, stream()};
+  aotirt_status status = constants_.update(ctx, keys, values, share, n, inactive);
+  after_run();
+  if (status != AOTIRT_OK || inactive) return status;
+  // Graphs captured before read the old weights' addresses.
+  constants_version_.fetch_add(1, std::memory_order_acq_rel);
+  if (constants_.active_complete()) weights_.missing = false;
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::swap_constants() {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  AOTIRT_TRY(before_run(stream()));
+  ConstantsContext ctx{api_, container_, path_, device_type_, device_index_, stream()};
+  aotirt_status status = constants_.swap(ctx);
+  after_run();
+  if (status != AOTIRT_OK) return status;
+  constants_version_.fetch_add(1, std::memory_order_acq_rel);
+  weights_.missing = !constants_.active_complete();
+  return AOTIRT_OK;
+}
+
+aotirt_status aotirt_handle::constant_value(size_t i, Tensor** out) {
+  std::lock_guard<std::mutex> lock(run_mutex_);
+  if (closed()) return fail(AOTIRT_ERROR_CLOSED, "the handle for " + path_ + " is closed");
+  if (i >= constants_.size())
+    return fail(AOTIRT_ERROR_VALUE, "constant " + std::to_string(i) + " is out of range: " + path_ + " has " +
+                                        std::to_string(constants_.size()));
+  const Tensor* value = constants_.active_value(i);
+  if (!value)
+    return fail(AOTIRT_ERROR_VALUE, path_ + ": the active value of constant '" + constants_.at(i).name +
+                                        "' is the library's own (from the library file or a weights blob), not "
+                                        "aotirt's: only weights loaded by name (update_constants, "
+                                        "aotirt.load(weights=...)) can be shared with another handle");
+  *out = alias(*value);
+  if (!*out) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   return AOTIRT_OK;
 }
 

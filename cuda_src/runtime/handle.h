@@ -14,6 +14,7 @@
 
 #include "aotirt/aoti_abi.h"
 #include "aotirt/aotirt.h"
+#include "runtime/constants.h"
 #include "runtime/container_api.h"
 #include "runtime/model_checks.h"
 #include "runtime/rng.h"
@@ -56,6 +57,17 @@ struct aotirt_handle {
   // The blob size the library reads: AOTIRT_OK with `exact` telling whether
   // it is the size (else a lower bound); AOTIRT_ERROR_VALUE when unknown.
   aotirt_status constants_blob_size(uint64_t* bytes, bool* exact) const;
+  // Constants by name (runtime/constants.h): the table is read when the
+  // container is made and changes only under the run lock.
+  const aotirt::ConstantTable& constants() const { return constants_; }
+  // Replaces constants `keys[i]` (names or FQNs) by `values[i]`; `share[i]`
+  // lets a value on the model's device be kept without a copy.
+  aotirt_status update_constants(const char* const* keys, aotirt::Tensor* const* values, const int* share, size_t n,
+                                 bool inactive);
+  aotirt_status swap_constants();
+  // An alias of constant `i`'s active value when aotirt owns it (shareable
+  // with another handle); AOTIRT_ERROR_VALUE when the library owns it.
+  aotirt_status constant_value(size_t i, aotirt::Tensor** out);
   // The lock run(), close() and update_constants_from_blob() take: held, the
   // container stays open with the same weights. For work that uses them
   // without run() (a CUDA graph's launch); never held across run().
@@ -113,6 +125,7 @@ struct aotirt_handle {
   std::vector<std::string> output_names_;
   std::atomic<uint64_t> constants_version_{0};
   aotirt::WeightsFacts weights_;
+  aotirt::ConstantTable constants_;
   // A container with one model instance is not safe to run from two threads
   // at once; this makes concurrent run() calls take turns.
   std::mutex run_mutex_;

@@ -87,6 +87,33 @@ typedef struct AOTInductorConstantMapEntry {
   const char* name;
   AtenTensorHandle handle;
 } AOTInductorConstantMapEntry;
+// Constants by name (torch 2.11's interface.h): each constant's name as the
+// library knows it, its original module path (FQN), type (ConstantType:
+// 1 parameter, 2 buffer, 3 tensor constant, 4 folded), dtype (c10 code).
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantNameFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, const char** name);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantOriginalFQNFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, const char** original_fqn);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantTypeFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, int32_t* type);
+typedef AOTIRuntimeError (*AOTInductorModelContainerGetConstantDtypeFunc)(
+    AOTInductorModelContainerHandle container_handle, size_t idx, int32_t* dtype);
+// torch's AOTInductorConstantMapHandle: a std::unordered_map<std::string,
+// AtenTensorHandle>* in its implementation (interface.cpp), keyed by FQN for
+// ExtractConstantsMap. Only C++ code that builds that map may pass one.
+struct AOTInductorConstantMap;
+typedef struct AOTInductorConstantMap* AOTInductorConstantMapHandle;
+typedef AOTIRuntimeError (*AOTInductorModelContainerExtractConstantsMapFunc)(
+    AOTInductorModelContainerHandle container_handle, AOTInductorConstantMapHandle constant_map_handle,
+    bool use_inactive);
+// Tensors the caller keeps alive (the container stores the pointers, owns
+// nothing), keyed by constant name; no std::unordered_map crosses the call.
+// use_inactive: the second buffer, which SwapConstantBuffer makes active.
+typedef AOTIRuntimeError (*AOTInductorModelContainerUpdateUserManagedConstantBufferPairsFunc)(
+    AOTInductorModelContainerHandle container_handle, const struct AOTInductorConstantMapEntry* pairs,
+    size_t num_pairs, bool use_inactive, bool validate_full_update);
+typedef AOTIRuntimeError (*AOTInductorModelContainerSwapConstantBufferFunc)(
+    AOTInductorModelContainerHandle container_handle);
 typedef AOTIRuntimeError (*AOTInductorModelContainerExtractConstantsMapEntriesFunc)(
     AOTInductorModelContainerHandle container_handle, const AOTInductorConstantMapEntry** entries,
     size_t* num_entries, bool use_inactive);

@@ -322,6 +322,41 @@ AOTIRT_API aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle*
 // so (AOTInductorModelContainerGetConstantsBlobSize), false for a lower bound
 // (the sum of its constants' sizes). AOTIRT_ERROR_VALUE when it says nothing.
 AOTIRT_API aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bool* exact);
+// ---- Constants by name -----------------------------------------------------
+// What the library says about constant `i` (0 <= i < count), through the
+// container ABI (AOTInductorModelContainerGetConstant*). The strings and
+// `sizes` belong to the handle and live as long as it.
+typedef struct aotirt_constant_info {
+  const char* name;  // the library's own name ("" when it says none)
+  const char* fqn;   // the module's path (its state_dict key), "" when not said
+  int32_t dtype;     // an aotirt_dtype code, -1 when not said
+  int32_t kind;      // torch's ConstantType: 0 unknown, 1 parameter, 2 buffer, 3 tensor constant, 4 folded
+  uint64_t nbytes;   // AOTInductorModelContainerGetConstantDataSize
+  bool from_folded;  // made by constant folding: not something a user gives
+  int64_t ndim;      // -1 while the shape is not known (no value loaded yet)
+  const int64_t* sizes;
+  bool aotirt_owned;  // the active value is aotirt's (can be shared)
+} aotirt_constant_info;
+AOTIRT_API size_t aotirt_handle_num_constants(const aotirt_handle* h);
+AOTIRT_API aotirt_status aotirt_handle_constant_info(const aotirt_handle* h, size_t i, aotirt_constant_info* out);
+// Replaces constants `keys[i]` (names or FQNs) by `values[i]` (borrowed),
+// all checked first: an unknown name, a folded constant, a wrong dtype,
+// shape or device, or a parameter left out is AOTIRT_ERROR_VALUE naming each,
+// and nothing changes. Buffers and tensor constants left out keep their
+// values. Values are copied on the handle's stream (no host wait) into
+// tensors aotirt owns, except where `share` (may be NULL) is nonzero and the
+// value already is on the model's device in its layout: it is then kept as
+// it is (shared, not copied; buffers are always copied). `inactive`: the
+// second buffer, made active by aotirt_handle_swap_constants.
+AOTIRT_API aotirt_status aotirt_handle_update_constants(aotirt_handle* h, const char* const* keys,
+                                                        aotirt_tensor* const* values, const int* share, size_t n,
+                                                        int inactive);
+// Makes the second buffer active: runs queued before use the old weights,
+// runs after the new ones. AOTIRT_ERROR_VALUE while it holds no full set.
+AOTIRT_API aotirt_status aotirt_handle_swap_constants(aotirt_handle* h);
+// A new tensor aliasing constant `i`'s active value, when aotirt owns it
+// (AOTIRT_ERROR_VALUE when the library's own value is active).
+AOTIRT_API aotirt_status aotirt_handle_constant_value(aotirt_handle* h, size_t i, aotirt_tensor** out);
 // Deletes the model container; does not wait for queued work, which keeps
 // its memory alive. The library stays mapped for the life of the process
 // (unloading one is unsafe: worker threads, queued kernels). A second close

@@ -20,8 +20,8 @@ __version__ = "0.1.0"
 
 __all__ = [
     "AotiError", "AotiHandle", "CudaError", "CudaHandle", "Graph", "Stream", "Tensor",
-    "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
-    "models", "set_cudnn_allow_tf32",
+    "Weights", "asarray", "copy_to_host", "device_count", "empty", "empty_pinned", "from_dlpack", "load",
+    "load_weights", "models", "set_cudnn_allow_tf32",
 ]
 
 
@@ -33,4 +33,7 @@ def __getattr__(name):
     if name == "load":
         from aotirt.loader import load
         return load
+    if name in ("Weights", "load_weights"):
+        import aotirt.weights
+        return getattr(aotirt.weights, name)
     raise AttributeError(f"module 'aotirt' has no attribute {name!r}")

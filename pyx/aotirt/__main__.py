@@ -3,6 +3,7 @@
   python -m aotirt demo [--device cpu|cuda] [--steps N] [--graph] [--compare-sync]
   python -m aotirt info
   python -m aotirt run MODEL.so|MODEL.pt2 --input x.npy [...] [--device D] [--weights W] [--out DIR]
+  python -m aotirt inspect MODEL.so|MODEL.pt2 [--json]
 """
 
 import argparse
@@ -163,6 +164,18 @@ def run(args):
     return 0
 
 
+def inspect(args):
+    """What a model needs and holds, without opening its library."""
+    import json
+
+    from aotirt.inspect_model import format_text
+    from aotirt.inspect_model import inspect as inspect_model
+
+    report = inspect_model(args.model)
+    print(json.dumps(report, indent=1) if args.json else format_text(report))
+    return 0
+
+
 def parser():
     p = argparse.ArgumentParser(prog="python -m aotirt", description="Run AOTInductor model libraries.")
     commands = p.add_subparsers(dest="command", required=True)
@@ -191,6 +204,11 @@ def parser():
                                      "a package's own)")
     r.add_argument("--out", metavar="DIR", help="save each output as DIR/<name>.npy")
     r.set_defaults(func=run)
+
+    n = commands.add_parser("inspect", help="what a model library or .pt2 needs and holds (no model code runs)")
+    n.add_argument("model", help="the model library (.so) or package (.pt2)")
+    n.add_argument("--json", action="store_true", help="print the report as JSON")
+    n.set_defaults(func=inspect)
     return p
 
 

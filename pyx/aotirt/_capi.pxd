@@ -136,6 +136,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes)
 
     aotirt_status aotirt_library_undefined_symbols(const char* path, const char* prefix, const char** names)
+    size_t aotirt_shim_count()
+    aotirt_status aotirt_shim_at(size_t i, const char** name, const char** family, const char** devices)
     aotirt_status aotirt_set_wheel_dirs(const char* colon_separated_paths)
     aotirt_status aotirt_load_optional_library(const char* name, const char** path_out)
     aotirt_status aotirt_set_cudnn_allow_tf32(int allow)
@@ -154,6 +156,23 @@ cdef extern from "aotirt/aotirt.h" nogil:
     aotirt_status aotirt_handle_update_constants_from_blob(aotirt_handle* h, const uint8_t* blob)
     aotirt_status aotirt_handle_update_constants_from_blob_sized(aotirt_handle* h, const uint8_t* blob, size_t nbytes)
     aotirt_status aotirt_handle_constants_blob_size(const aotirt_handle* h, uint64_t* nbytes, bint* exact)
+    ctypedef struct aotirt_constant_info:
+        const char* name
+        const char* fqn
+        int32_t dtype
+        int32_t kind
+        uint64_t nbytes
+        bint from_folded
+        int64_t ndim
+        const int64_t* sizes
+        bint aotirt_owned
+    size_t aotirt_handle_num_constants(const aotirt_handle* h)
+    aotirt_status aotirt_handle_constant_info(const aotirt_handle* h, size_t i, aotirt_constant_info* out)
+    aotirt_status aotirt_handle_update_constants(aotirt_handle* h, const char* const* keys,
+                                                 aotirt_tensor* const* values, const int* share, size_t n,
+                                                 int inactive)
+    aotirt_status aotirt_handle_swap_constants(aotirt_handle* h)
+    aotirt_status aotirt_handle_constant_value(aotirt_handle* h, size_t i, aotirt_tensor** out)
     aotirt_status aotirt_handle_close(aotirt_handle* h)
     void aotirt_handle_free(aotirt_handle* h)
     aotirt_status aotirt_handle_set_seed(aotirt_handle* h, uint64_t seed)

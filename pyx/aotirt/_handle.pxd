@@ -17,6 +17,7 @@ cdef class AotiHandle:
     cdef int _warn_if_graphs_went_off(self) except -1
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1
     cdef object _names(self, bint inputs)
+    cdef aotirt_handle* _live(self) except NULL
 
 
 cdef class CudaHandle(AotiHandle):

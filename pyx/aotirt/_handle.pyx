@@ -1,7 +1,7 @@
 """Handles: a loaded model library, run from Python at C speed.
 
-Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph
-and _loop; only _testing cimports it (_handle.pxd declares the classes).
+Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph,
+_loop and _constants; only _testing cimports it (_handle.pxd declares the classes).
 """
 
 import operator
@@ -22,8 +22,10 @@ from aotirt._capi cimport (
     aotirt_handle_run, aotirt_handle_seed, aotirt_handle_set_seed, aotirt_handle_stream,
     aotirt_handle_update_constants_from_blob_sized,
     aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
-    aotirt_set_wheel_dirs, aotirt_status, aotirt_stream, aotirt_stream_retain, aotirt_tensor,
+    aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_tensor,
 )
+from aotirt._constants cimport constant_rows, constant_value, swap_constants, update_constants
 from aotirt._convert cimport INLINE_ARGS, gather_inputs
 from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
@@ -44,6 +46,19 @@ def library_undefined_symbols(path, prefix=""):
     cdef const char* names = NULL
     check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
     return names.decode().split()
+
+
+def shim_table():
+    """The ``aoti_torch_*`` functions libaotirt implements: a list of
+    ``(name, family, devices)``, from include/aotirt/shim_table.h."""
+    cdef const char* name
+    cdef const char* family
+    cdef const char* devices
+    rows = []
+    for i in range(aotirt_shim_count()):
+        check(aotirt_shim_at(i, &name, &family, &devices))
+        rows.append((name.decode(), family.decode(), devices.decode()))
+    return rows
 
 
 def load_optional_library(name):
@@ -226,6 +241,59 @@ cdef class AotiHandle:
                 free(c_in)
             if c_out is not inline_out:
                 free(c_out)
+
+    def __call__(self, *inputs):
+        """``handle(x, y)``: ``tuple(handle.run([x, y]))``."""
+        return tuple(self.run(inputs))
+
+    @property
+    def constants(self):
+        """The model's constants, as the library lists them: a list of
+        :class:`aotirt.weights.Constant` (``name``, ``fqn``: the module's
+        state_dict key, ``dtype``, ``shape``: None until a value is loaded,
+        ``nbytes``, ``kind``, ``folded``, ``shared``)."""
+        from aotirt.weights import Constant
+        return [Constant(*row) for row in constant_rows(self._live())]
+
+    def update_constants(self, mapping, *, inactive=False):
+        """Replace constants by name: ``{name_or_fqn: array}``.
+
+        Values are numpy arrays, aotirt Tensors, DLPack or CUDA array
+        interface objects, or an :class:`aotirt.Weights` (whose device
+        tensors several handles share without a copy). Every one is checked
+        first (unknown names, folded constants, dtypes, shapes, parameters
+        left out: one ValueError naming each, and nothing changes); then
+        they are copied on the handle's stream, without a host wait.
+        Buffers and tensor constants left out keep their values.
+
+        With ``inactive=True`` they fill the second buffer, which
+        :meth:`swap_constants` makes active: a server updates weights while
+        it serves, and a swap takes effect between two runs.
+        """
+        from aotirt.weights import prepare_update
+        update_constants(self._live(), prepare_update(self, mapping), inactive)
+
+    def swap_constants(self):
+        """Make the buffer filled by ``update_constants(..., inactive=True)``
+        active: runs queued before use the old weights, later runs the new."""
+        swap_constants(self._live())
+
+    @property
+    def weights(self):
+        """The active constants as an :class:`aotirt.Weights` that another
+        handle of the model takes without a copy (``update_constants`` or
+        ``aotirt.load(..., share_weights_with=handle)``); only weights that
+        aotirt loaded by name (the library's own cannot outlive it)."""
+        from aotirt.weights import weights_of
+        return weights_of(self)
+
+    def _constant_value(self, i):
+        return constant_value(self._live(), i)
+
+    cdef aotirt_handle* _live(self) except NULL:
+        if self._h is NULL:
+            raise ValueError("the handle failed to open")
+        return self._h
 
     def loop(self, inputs, steps, *, feedback=(), collect=()):
         """Run `steps` steps of the model on the device, without a host wait.

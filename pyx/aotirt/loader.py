@@ -52,7 +52,8 @@ def cache_root():
     return os.path.join(root, "pt2")
 
 
-def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs=8, outputs="copy"):
+def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs=8, outputs="copy",
+         weights=None, share_weights_with=None):
     """Open an AOTInductor model: a library (.so) or a package (.pt2).
 
     Parameters
@@ -75,11 +76,19 @@ def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs
     outputs : "copy" or "static"
         What graph replays return: copies valid after later calls, or the
         static outputs, rewritten by the next call.
+    weights : path of a .safetensors file, Weights or mapping, optional
+        The model's constants by name or module path (see
+        :meth:`AotiHandle.update_constants`), loaded before any run; the
+        package's own weights blob is then not loaded at all.
+    share_weights_with : AotiHandle, optional
+        Another handle of the same model on the same device whose weights
+        aotirt loaded by name: this one uses the same device memory.
 
     Returns
     -------
     AotiHandle or CudaHandle
-        With the package's separately written weights blob, if any, loaded.
+        With the package's separately written weights blob, if any, loaded
+        (or `weights`, or the other handle's).
 
     Raises
     ------
@@ -92,13 +101,40 @@ def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs
     >>> handle = aotirt.load("model.pt2")                  # doctest: +SKIP
     >>> outputs = handle.run([x])                          # doctest: +SKIP
     """
+    if weights is not None and share_weights_with is not None:
+        raise ValueError("give weights or share_weights_with, not both")
     library, blob, package_device = locate(path, model)
     if device is None:
         device = default_device(library, package_device)
-    if blob is not None:
+        if share_weights_with is not None:
+            device = share_weights_with.device
+    named = _named_weights(weights, share_weights_with, device)
+    if blob is not None and named is None:
         with open(blob, "rb") as f:
             blob = f.read()
-    return open_handle(library, device, stream, blob, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
+    else:
+        blob = None
+    return open_handle(library, device, stream, blob, graphs=graphs, max_graphs=max_graphs, outputs=outputs,
+                       named=named)
+
+
+def _named_weights(weights, share_weights_with, device):
+    """The mapping load() gives update_constants, or None."""
+    if share_weights_with is not None:
+        from aotirt._device import DEVICE_CPU, parse_device
+
+        kind, index = parse_device(device)
+        if ("cpu" if kind == DEVICE_CPU else f"cuda:{index}") != share_weights_with.device:
+            raise ValueError(f"share_weights_with is a handle on {share_weights_with.device}, this model loads "
+                             f"on {device}: weights are shared on one device only")
+        return share_weights_with.weights
+    if weights is None:
+        return None
+    if isinstance(weights, (str, os.PathLike)):
+        from aotirt.weights import load_weights
+
+        return load_weights(weights)
+    return weights
 
 
 def locate(path, model=None):
@@ -121,14 +157,16 @@ def locate(path, model=None):
     return path, None, None
 
 
-def open_handle(library, device, stream=None, blob=None, *, graphs=False, max_graphs=8, outputs="copy"):
+def open_handle(library, device, stream=None, blob=None, *, graphs=False, max_graphs=8, outputs="copy",
+                named=None):
     """An AotiHandle (CPU) or CudaHandle on `library`, with weights `blob`
     (bytes-like or None) loaded and automatic graphs as asked; load() and
     models.open() share it. The weights are loaded before any run, so no
     graph ever reads the library's weights from before the blob.
 
-    The handle is closed when the blob cannot be loaded, so that a failed
-    load leaves no container behind.
+    `named`: constants by name (a mapping for update_constants), instead of
+    or after the blob. The handle is closed when the weights cannot be
+    loaded, so that a failed load leaves no container behind.
     """
     from aotirt._device import DEVICE_CPU, parse_device
     from aotirt._handle import AotiHandle, CudaHandle
@@ -137,12 +175,14 @@ def open_handle(library, device, stream=None, blob=None, *, graphs=False, max_gr
         handle = AotiHandle(library, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
     else:
         handle = CudaHandle(library, device, stream=stream, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
-    if blob is not None:
-        try:
+    try:
+        if blob is not None:
             handle.update_constants_from_blob(blob)
-        except BaseException:
-            handle.close()
-            raise
+        if named is not None:
+            handle.update_constants(named)
+    except BaseException:
+        handle.close()
+        raise
     return handle
 
 
