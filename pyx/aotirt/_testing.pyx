@@ -47,10 +47,11 @@ def c_runs(AotiHandle handle not None, inputs, size_t calls):
     try:
         if c_in is NULL or c_out is NULL or last is NULL:
             raise MemoryError()
-        for i in range(n):
-            c_in[i] = (<Tensor?>inputs[i])._t
+        # Before anything can raise: the finally below frees what `last` holds.
         for k in range(n_out):
             last[k] = NULL
+        for i in range(n):
+            c_in[i] = (<Tensor?>inputs[i])._t
         with nogil:
             clock_gettime(CLOCK_MONOTONIC, &start)
             for _call in range(calls):
