@@ -47,7 +47,7 @@ CORE_DIRS = ["runtime", "shims"]
 KERNELS = ("matmul", "conv1d", "pointwise", "layer_norm", "attention", "token")
 KERNELS_CPU = [f"kernels/{k}_cpu.cpp" for k in KERNELS]
 KERNELS_CUDA = [f"kernels/{k}.cu" for k in KERNELS]
-PIPELINE = ["models/container.cpp", "models/pipeline.cpp"]
+PIPELINE = ["models/container.cpp", "models/constant_buffers.cpp", "models/pipeline.cpp"]
 # Example model libraries, each built for the CPU and for CUDA:
 # name -> (sources for both builds, for the CPU build only, for CUDA only),
 # under cuda_src/. A leading underscore marks a test library, not a model.

@@ -3,6 +3,10 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
+#include <unordered_map>
+
+#include "constant_buffers.h"
 
 #define MODEL_API extern "C" __attribute__((visibility("default")))
 
@@ -56,6 +60,21 @@ std::string shape_string(const std::vector<int64_t>& sizes) {
   return s + "]";
 }
 
+std::string dtype_name(int32_t dtype) {
+  if (dtype == aoti_torch_dtype_float32()) return "float32";
+  if (dtype == aoti_torch_dtype_float64()) return "float64";
+  if (dtype == aoti_torch_dtype_float16()) return "float16";
+  if (dtype == aoti_torch_dtype_bfloat16()) return "bfloat16";
+  if (dtype == aoti_torch_dtype_int64()) return "int64";
+  if (dtype == aoti_torch_dtype_int32()) return "int32";
+  if (dtype == aoti_torch_dtype_int16()) return "int16";
+  if (dtype == aoti_torch_dtype_int8()) return "int8";
+  if (dtype == aoti_torch_dtype_uint8()) return "uint8";
+  if (dtype == aoti_torch_dtype_bool()) return "bool";
+  return "dtype " + std::to_string(dtype);
+}
+
+
 Tensor empty_like_shape(const std::vector<int64_t>& sizes, int32_t dtype, const Device& device) {
   std::vector<int64_t> strides(sizes.size());
   int64_t stride = 1;
@@ -75,8 +94,11 @@ Tensor empty_like_shape(const std::vector<int64_t>& sizes, int32_t dtype, const 
 namespace {
 
 struct Container {
+  explicit Container(const model::Device& d) : device(d) {}
   model::Device device;
-  std::unique_ptr<model::State> state;  // stays empty for stateless models
+#if defined(AOTIRT_MODEL_HAS_STATE)
+  model::ConstantBuffers constants{device};
+#endif
 };
 
 thread_local std::string last_error;
@@ -128,7 +150,7 @@ AOTIRuntimeError run_container(AOTInductorModelContainerHandle handle, AtenTenso
         model::fail("input " + std::to_string(i) + " (" + spec.input_names[i] + ") is on the wrong device");
     std::vector<model::Tensor> outputs(num_outputs);
 #if defined(AOTIRT_MODEL_HAS_STATE)
-    model::run(container->device, container->state.get(), inputs, outputs, stream);
+    model::run(container->device, container->constants.active(), inputs, outputs, stream);
 #else
     model::run(container->device, inputs, outputs, stream);
 #endif
@@ -148,7 +170,7 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerCreateWithDevice(AOTInductor
     if (device.is_cuda() != model::spec().built_for_cuda)
       model::fail(std::string("this library was built for ") + (model::spec().built_for_cuda ? "cuda" : "cpu") +
                   ", not for \"" + device_str + "\"");
-    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container{device, nullptr});
+    *container_handle = reinterpret_cast<AOTInductorModelContainerHandle>(new Container(device));
   });
 }
 
@@ -197,20 +219,92 @@ MODEL_API AOTIRuntimeError AOTInductorModelContainerRunSingleThreaded(
 }
 
 #if defined(AOTIRT_MODEL_HAS_STATE)
-// Only models with state export this: aotirt then tells a caller that a
-// stateless library takes no weights, instead of the library ignoring them.
-MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantsBlobSize(AOTInductorModelContainerHandle,
+// The constant functions of torch's interface.h, exported only by models
+// with weights: aotirt then tells a caller that a stateless library takes no
+// weights, instead of the library ignoring them. Their semantics are those
+// of torch's container (model_container.h); constant_buffers.h says where
+// they differ.
+namespace {
+model::ConstantBuffers& constants_of(AOTInductorModelContainerHandle handle) {
+  if (!handle) model::fail("the container handle is NULL");
+  return reinterpret_cast<Container*>(handle)->constants;
+}
+}  // namespace
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantsBlobSize(AOTInductorModelContainerHandle handle,
                                                                         uint64_t* ret_size) {
-  return guarded([&] { *ret_size = model::constants_blob_size(); });
+  return guarded([&] { *ret_size = constants_of(handle).blob_size(); });
 }
 
 MODEL_API AOTIRuntimeError AOTInductorModelUpdateConstantsFromBlob(AOTInductorModelContainerHandle handle,
                                                                    const uint8_t* weight_blob_ptr) {
+  return guarded([&] { constants_of(handle).load_blob(weight_blob_ptr); });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetNumConstants(AOTInductorModelContainerHandle handle,
+                                                                    size_t* num_constants) {
+  return guarded([&] { *num_constants = constants_of(handle).size(); });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantName(AOTInductorModelContainerHandle handle,
+                                                                    size_t idx, const char** name) {
+  return guarded([&] { *name = constants_of(handle).spec(idx).name; });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantOriginalFQN(AOTInductorModelContainerHandle handle,
+                                                                           size_t idx, const char** original_fqn) {
+  return guarded([&] { *original_fqn = constants_of(handle).spec(idx).name; });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantFromFolded(AOTInductorModelContainerHandle handle,
+                                                                          size_t idx, bool* from_folded) {
   return guarded([&] {
-    if (!weight_blob_ptr) model::fail("the weights blob is NULL");
-    auto* container = reinterpret_cast<Container*>(handle);
-    model::update_constants(container->device, container->state, weight_blob_ptr);
+    constants_of(handle).spec(idx);  // the index check
+    *from_folded = false;
   });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantType(AOTInductorModelContainerHandle handle,
+                                                                    size_t idx, int32_t* type) {
+  return guarded([&] {
+    constants_of(handle).spec(idx);
+    *type = model::kConstantParameter;
+  });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantDtype(AOTInductorModelContainerHandle handle,
+                                                                     size_t idx, int32_t* dtype) {
+  return guarded([&] {
+    constants_of(handle).spec(idx);
+    *dtype = aoti_torch_dtype_float32();
+  });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerGetConstantDataSize(AOTInductorModelContainerHandle handle,
+                                                                        size_t idx, size_t* data_size) {
+  return guarded([&] { *data_size = constants_of(handle).data_size(idx); });
+}
+
+// As torch's interface.cpp: the handle is a std::unordered_map<std::string,
+// AtenTensorHandle>*, filled with the buffer's tensors by FQN (added to what
+// it holds; its values stay the container's).
+MODEL_API AOTIRuntimeError AOTInductorModelContainerExtractConstantsMap(
+    AOTInductorModelContainerHandle handle, AOTInductorConstantMapHandle constant_map_handle, bool use_inactive) {
+  return guarded([&] {
+    if (!constant_map_handle) model::fail("the constant map handle is NULL");
+    auto* map = reinterpret_cast<std::unordered_map<std::string, AtenTensorHandle>*>(constant_map_handle);
+    constants_of(handle).extract(*map, use_inactive);
+  });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerUpdateUserManagedConstantBufferPairs(
+    AOTInductorModelContainerHandle handle, const AOTInductorConstantMapEntry* pairs, size_t num_pairs,
+    bool use_inactive, bool validate_full_update) {
+  return guarded([&] { constants_of(handle).update_user_managed(pairs, num_pairs, use_inactive, validate_full_update); });
+}
+
+MODEL_API AOTIRuntimeError AOTInductorModelContainerSwapConstantBuffer(AOTInductorModelContainerHandle handle) {
+  return guarded([&] { constants_of(handle).swap(); });
 }
 #endif
 

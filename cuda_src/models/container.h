@@ -57,6 +57,7 @@ class Tensor {
 void check_shim(AOTITorchError err, const char* call);
 
 std::string shape_string(const std::vector<int64_t>& sizes);
+std::string dtype_name(int32_t dtype);  // "float32", ...
 Tensor empty_like_shape(const std::vector<int64_t>& sizes, int32_t dtype, const Device& device);
 
 // Whether this library is the CUDA build (nvcc with AOTIRT_MODEL_CUDA).
@@ -76,26 +77,16 @@ const Spec& spec();
 // Runs once: `inputs` are owned by the callee; fills `outputs`.
 void run(const Device& device, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs, void* stream);
 
-// Per-container state, for models that keep some (their weights, in tensors
-// on the container's device). A model built with AOTIRT_MODEL_HAS_STATE
-// defines the two functions below instead of run() above; its container owns
-// the state (empty until the first update_constants), deletes it with itself,
-// and exports AOTInductorModelUpdateConstantsFromBlob. Stateless models such
-// as add_mul define only run() above. Only container.cpp may test the macro:
-// setup.py's CUDA builds pass it to no other source (STATE_SOURCES).
-class State {
- public:
-  virtual ~State() = default;
-};
-// Replaces `state` with constants read from `blob` (the layout is the model's
-// own: the ABI passes no size).
-void update_constants(const Device& device, std::unique_ptr<State>& state, const uint8_t* blob);
-// The bytes update_constants reads, which the container exports as
-// AOTInductorModelContainerGetConstantsBlobSize, as torch's do: aotirt checks
-// a blob's size against it before handing the library the bare pointer.
-uint64_t constants_blob_size();
-// As run() above; `state` is null until constants were loaded.
-void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
-         void* stream);
+// Models with constants (weights) are built with AOTIRT_MODEL_HAS_STATE:
+// they define constant_specs() (constant_buffers.h) and the run() below
+// instead of the one above, and their container holds the constants in two
+// buffers, exporting the container ABI's constant functions as torch's do.
+// Stateless models such as add_mul define only run() above. Only
+// container.cpp may test the macro: setup.py's CUDA builds pass it to no
+// other source (STATE_SOURCES).
+class ConstantValues;
+// As run() above, with the active buffer's constants (all loaded).
+void run(const Device& device, const ConstantValues& constants, std::vector<Tensor>& inputs,
+         std::vector<Tensor>& outputs, void* stream);
 
 }  // namespace model

@@ -40,10 +40,10 @@ static_assert(kD % 16 == 0 && kT * kD % 16 == 0 && kH % 16 == 0, "scratch region
 
 }  // namespace
 
-// The weights' shapes, in the same order; update_constants (pipeline.cpp)
-// loads a blob with it.
-const Layout& pipeline::layout() {
-  static const Layout l = {
+// The weights' shapes, in the same order: the container's constants
+// (constant_buffers.h), which a blob holds in this order.
+const std::vector<model::ConstantSpec>& model::constant_specs() {
+  static const std::vector<ConstantSpec> l = {
       {"embedding", {kV, kD}}, {"wq", {kD, kD}}, {"wk", {kD, kD}}, {"wv", {kD, kD}},
       {"w1", {kD, kH}},        {"b1", {kH}},     {"w2", {kH, kV}}, {"b2", {kV}},
   };
@@ -57,9 +57,8 @@ const Spec& spec() {
   return s;
 }
 
-void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+void run(const Device& device, const ConstantValues& w, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
          void* stream) {
-  const Weights& w = loaded_weights(state);
   check_input(inputs[0], 0, "decoder", aoti_torch_dtype_float32(), {kT, kD});
   check_input(inputs[1], 1, "decoder", aoti_torch_dtype_int64(), {1});
   const float* hidden = static_cast<const float*>(inputs[0].data());

@@ -18,10 +18,10 @@ enum Weight : size_t { kConvW, kConvB, kLinW, kLinB, kGamma, kBeta };
 
 }  // namespace
 
-// The weights' shapes, in the same order; update_constants (pipeline.cpp)
-// loads a blob with it.
-const Layout& pipeline::layout() {
-  static const Layout l = {
+// The weights' shapes, in the same order: the container's constants
+// (constant_buffers.h), which a blob holds in this order.
+const std::vector<model::ConstantSpec>& model::constant_specs() {
+  static const std::vector<ConstantSpec> l = {
       {"conv_w", {kD, kF, 3}}, {"conv_b", {kD}}, {"lin_w", {kD, kD}},
       {"lin_b", {kD}},         {"gamma", {kD}},  {"beta", {kD}},
   };
@@ -35,9 +35,8 @@ const Spec& spec() {
   return s;
 }
 
-void run(const Device& device, const State* state, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
+void run(const Device& device, const ConstantValues& w, std::vector<Tensor>& inputs, std::vector<Tensor>& outputs,
          void* stream) {
-  const Weights& w = loaded_weights(state);
   check_input(inputs[0], 0, "encoder", aoti_torch_dtype_float32(), {kT, kF});
   const float* frames = static_cast<const float*>(inputs[0].data());
 

@@ -135,9 +135,18 @@ void ConstantTable::read(const ContainerApi& api, AOTInductorModelContainerHandl
     if (!info.fqn.empty()) index_.emplace(info.fqn, i);
   }
   for (Side& side : sides_) side.values.assign(count, nullptr);
+  // A library that lists its loaded tensors says itself whether every
+  // parameter has one (the example models' do not until a blob or an update
+  // fills them, and nothing else tells).
+  if (loaded && learn_shapes(api, container) < required_count()) loaded = false;
   sides_[active_].complete = loaded;
-  if (loaded) learn_shapes(api, container);
   clear_error();
+}
+
+size_t ConstantTable::required_count() const {
+  size_t n = 0;
+  for (const ConstantInfo& info : infos_) n += info.required() ? 1 : 0;
+  return n;
 }
 
 void ConstantTable::library_loaded(const ContainerApi& api, AOTInductorModelContainerHandle container) {
@@ -147,12 +156,15 @@ void ConstantTable::library_loaded(const ContainerApi& api, AOTInductorModelCont
   clear_error();
 }
 
-void ConstantTable::learn_shapes(const ContainerApi& api, AOTInductorModelContainerHandle container) {
+size_t ConstantTable::learn_shapes(const ContainerApi& api, AOTInductorModelContainerHandle container) {
   // torch 2.11's only way to the loaded tensors: its map, keyed by FQN (the
   // library is built with the same libstdc++ ABI, as torch's runner assumes).
-  if (!api.extract_constants_map) return;
+  // Without one, what the caller says is believed: all required ones.
+  if (!api.extract_constants_map) return required_count();
   std::unordered_map<std::string, AtenTensorHandle> map;
-  if (api.extract_constants_map(container, reinterpret_cast<AOTInductorConstantMapHandle>(&map), false) != 0) return;
+  if (api.extract_constants_map(container, reinterpret_cast<AOTInductorConstantMapHandle>(&map), false) != 0)
+    return required_count();
+  size_t required_found = 0;
   for (ConstantInfo& info : infos_) {
     auto it = map.find(info.fqn.empty() ? info.name : info.fqn);
     if (it == map.end() || !it->second) continue;
@@ -160,7 +172,9 @@ void ConstantTable::learn_shapes(const ContainerApi& api, AOTInductorModelContai
     info.sizes.assign(t.sizes, t.sizes + t.ndim);
     info.strides.assign(t.strides, t.strides + t.ndim);
     info.shape_known = true;
+    required_found += info.required() ? 1 : 0;
   }
+  return required_found;
 }
 
 const Tensor* ConstantTable::active_value(size_t i) const {

@@ -98,7 +98,10 @@ class ConstantTable {
     bool complete = false;        // a value for every non-folded constant
   };
   aotirt_status supported(const ConstantsContext& ctx, bool swap) const;
-  void learn_shapes(const ContainerApi& api, AOTInductorModelContainerHandle container);
+  // Shapes from the library's loaded tensors; returns how many required
+  // constants have one.
+  size_t learn_shapes(const ContainerApi& api, AOTInductorModelContainerHandle container);
+  size_t required_count() const;
   static void release(Side& side);
 
   std::vector<ConstantInfo> infos_;

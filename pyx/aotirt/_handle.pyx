@@ -270,8 +270,9 @@ cdef class AotiHandle:
         :meth:`swap_constants` makes active: a server updates weights while
         it serves, and a swap takes effect between two runs.
         """
-        from aotirt.weights import prepare_update
-        update_constants(self._live(), prepare_update(self, mapping), inactive)
+        from aotirt.weights import naming_source, prepare_update
+        with naming_source(mapping):
+            update_constants(self._live(), prepare_update(self, mapping), inactive)
 
     def swap_constants(self):
         """Make the buffer filled by ``update_constants(..., inactive=True)``

@@ -7,7 +7,8 @@ decoder.cpp) and the generator (cuda_src/models/make_weights.py) have the
 same numbers; a test checks that they agree.
 
 A weights file is the float32 values of its tensors, little-endian,
-row-major, concatenated in the order below, with nothing else.
+row-major, concatenated in the order below, with nothing else. The libraries
+list the same constants, in the same order, by name (a test checks it).
 """
 
 T = 64     # frames per utterance
@@ -49,3 +50,19 @@ def count(shape):
 def nbytes(name):
     """Size in bytes of model `name`'s weights file."""
     return 4 * sum(count(shape) for _tensor, shape in LAYOUT[name])
+
+
+def split(name, blob):
+    """Model `name`'s weights blob (a buffer of exactly :func:`nbytes`
+    bytes) as ``{tensor: float32 array}`` in layout order, each a view of
+    `blob` (writable when `blob` is)."""
+    import numpy as np
+
+    flat = np.frombuffer(blob, dtype="<f4")
+    out = {}
+    offset = 0
+    for tensor, shape in LAYOUT[name]:
+        n = count(shape)
+        out[tensor] = flat[offset:offset + n].reshape(shape)
+        offset += n
+    return out

@@ -73,6 +73,11 @@ def weights(name):
 def open(name, device="cpu", weights=None, stream=None, *, graphs=False, max_graphs=8, outputs="copy"):
     """A handle on example model `name` for `device`, its weights loaded.
 
+    The weights are loaded by name, through the container's constant
+    functions (:meth:`~aotirt.AotiHandle.update_constants`), as for a torch
+    library: ``handle.constants`` lists them, and ``update_constants`` and
+    ``swap_constants`` replace them later.
+
     Parameters
     ----------
     name : str
@@ -80,10 +85,11 @@ def open(name, device="cpu", weights=None, stream=None, *, graphs=False, max_gra
     device : "cpu", "cuda", "cuda:N" or int
         The CPU gives an :class:`~aotirt.AotiHandle`, a GPU a
         :class:`~aotirt.CudaHandle` (on the device's shared stream).
-    weights : str or os.PathLike, optional
-        A weights file to load instead of the one that ships with the model.
-        Its size is checked first: the library is given a bare pointer and
-        could not tell a truncated file from a whole one.
+    weights : str, os.PathLike, Weights or mapping, optional
+        Instead of the weights that ship with the model: a weights file in
+        the model's blob layout (its size is checked first), a
+        ``.safetensors`` file, or ``{name: array}`` (see
+        :func:`aotirt.load_weights`).
     stream : Stream, object with ``__cuda_stream__``, or None
         For a GPU: the stream to run on (None: the device's shared stream).
     graphs, max_graphs, outputs
@@ -98,21 +104,39 @@ def open(name, device="cpu", weights=None, stream=None, *, graphs=False, max_gra
     from aotirt.loader import open_handle
 
     library = path(name, device)
-    blob = None
+    named = None
     if name in _layout.LAYOUT or weights is not None:
-        blob = _read_weights(name, weights)
-    return open_handle(library, device, stream, blob, graphs=graphs, max_graphs=max_graphs, outputs=outputs)
+        named = _named_weights(name, weights)
+    return open_handle(library, device, stream, graphs=graphs, max_graphs=max_graphs, outputs=outputs, named=named)
 
 
-def _read_weights(name, file):
+def _named_weights(name, given):
+    """The mapping open() gives update_constants."""
     if name not in _layout.LAYOUT:
         raise ValueError(f"example model {name!r} has no weights")
-    file = os.fspath(file) if file is not None else weights(name)
+    if given is not None and not isinstance(given, (str, bytes, os.PathLike)):
+        return given                                # Weights or {name: array}
+    file = os.fsdecode(given) if given is not None else weights(name)
+    if file.endswith(".safetensors"):
+        from aotirt.weights import load_weights
+
+        return load_weights(file)
+    from aotirt.weights import Weights
+
+    # One source of truth for the blob's layout: _layout.LAYOUT, which the
+    # libraries' constants and make_weights.py are checked against.
+    return Weights(_layout.split(name, _read_blob(name, file)), source=file)
+
+
+def _read_blob(name, file):
+    """The blob of `file`, checked to be model `name`'s size (writable: the
+    arrays split from it are handed on as they are)."""
     expected = _layout.nbytes(name)
+    blob = bytearray(expected + 1)
     with builtins.open(file, "rb") as f:
-        blob = f.read(expected + 1)
-    if len(blob) != expected:
-        size = f"more than {expected}" if len(blob) > expected else str(len(blob))
+        size = f.readinto(blob)
+    if size != expected:
+        size = f"more than {expected}" if size > expected else str(size)
         raise ValueError(f"{file} has {size} bytes, the {name} model's weights are {expected} bytes "
                          f"(a truncated file, or not this model's weights)")
-    return blob
+    return memoryview(blob)[:expected]

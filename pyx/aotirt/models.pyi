@@ -1,10 +1,11 @@
 import os
-from typing import Any, List, Optional, Union
+from typing import Any, List, Mapping, Optional, Union
 
 def available() -> List[str]: ...
 def path(name: str, device: Union[str, int] = ...) -> str: ...
 def weights(name: str) -> str: ...
 # An AotiHandle on the CPU, a CudaHandle (which alone has capture) on a GPU.
-def open(name: str, device: Union[str, int] = ..., weights: Optional[Union[str, "os.PathLike[str]"]] = ...,
+def open(name: str, device: Union[str, int] = ...,
+         weights: Optional[Union[str, "os.PathLike[str]", Mapping[str, Any]]] = ...,
          stream: Optional[Any] = ..., *, graphs: bool = ..., max_graphs: int = ...,
          outputs: str = ...) -> Any: ...

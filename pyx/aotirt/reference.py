@@ -31,13 +31,7 @@ def load_weights(name, path=None):
     expected = _layout.nbytes(name) // 4
     if flat.size != expected:
         raise ValueError(f"{path} holds {flat.size} float32 values, the {name} model has {expected}")
-    out = {}
-    offset = 0
-    for tensor, shape in _layout.LAYOUT[name]:
-        n = _layout.count(shape)
-        out[tensor] = flat[offset:offset + n].reshape(shape).astype(np.float32)
-        offset += n
-    return out
+    return {tensor: value.astype(np.float32) for tensor, value in _layout.split(name, flat).items()}
 
 
 def gelu(x):

@@ -10,7 +10,10 @@ tensors the core checks and hands to the library.
 
 import os
 from collections.abc import Mapping
+from contextlib import contextmanager
 from typing import NamedTuple, Optional
+
+from aotirt._errors import AotiError
 
 __all__ = ["Constant", "Weights", "load_weights"]
 
@@ -114,7 +117,28 @@ def load_weights(path, device=None):
         return Weights(arrays, device=None, source=path)
     from aotirt._convert import asarray
 
-    return Weights({k: asarray(v, device=device) for k, v in arrays.items()}, device=device, source=path)
+    uploaded = {}
+    for key, value in arrays.items():
+        try:
+            uploaded[key] = asarray(value, device=device)
+        except (TypeError, ValueError) as e:
+            raise type(e)(f"{path}: constant {key!r}: {e}") from None
+    return Weights(uploaded, device=device, source=path)
+
+
+@contextmanager
+def naming_source(mapping):
+    """Adds the file the values came from to a failure of an update with
+    them (a :class:`Weights` read from one), so that the message names the
+    constant, the model, the file and the reason."""
+    source = mapping.source if isinstance(mapping, Weights) else None
+    try:
+        yield
+    except (ValueError, TypeError, AotiError) as e:
+        # Only these: their constructors take the message alone.
+        if source is None or type(e) not in (ValueError, TypeError, AotiError) or str(source) in str(e):
+            raise
+        raise type(e)(f"{e} (the new values came from {source})") from None
 
 
 def prepare_update(handle, mapping):
