@@ -99,6 +99,7 @@ void AutoGraphs::stats(aotirt_graph_stats* out) {
   *out = stats_;
   out->enabled = disabled_.load(std::memory_order_acquire) ? 0 : 1;
   out->graphs = live_graphs_;
+  out->instances = live_instances_;
   out->eager_runs += eager_while_disabled_.load(std::memory_order_relaxed);
 }
 
@@ -107,7 +108,7 @@ void AutoGraphs::disable(const std::string& reason) {
   // reason_ is written before disabled_ publishes it.
   if (disabled_.load(std::memory_order_acquire)) return;
   reason_ = reason;
-  for (Entry& entry : lru_) drop_graph(entry);
+  for (Entry& entry : lru_) drop_graphs(entry);
   lru_.clear();
   index_.clear();
   disabled_.store(true, std::memory_order_release);
@@ -116,7 +117,7 @@ void AutoGraphs::disable(const std::string& reason) {
 
 void AutoGraphs::clear() {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (Entry& entry : lru_) drop_graph(entry);
+  for (Entry& entry : lru_) drop_graphs(entry);
   lru_.clear();
   index_.clear();
 }
@@ -131,7 +132,7 @@ AutoGraphs::Entry& AutoGraphs::find_or_add(std::string key) {
   size_t counted = lru_.size() - live_graphs_;
   for (auto it = lru_.end(); counted >= kMaxCountedSignatures && it != lru_.begin();) {
     --it;
-    if (it->graph) continue;
+    if (!it->instances.empty()) continue;
     index_.erase(it->key);
     it = lru_.erase(it);
     --counted;
@@ -143,36 +144,44 @@ AutoGraphs::Entry& AutoGraphs::find_or_add(std::string key) {
 }
 
 bool AutoGraphs::weights_replaced(const Entry& entry) const {
-  return entry.constants_version != handle_->constants_version();
+  const uint64_t now = handle_->constants_version();
+  for (const Instance& instance : entry.instances)
+    if (instance.constants_version != now) return true;
+  return false;
 }
 
-aotirt_graph* AutoGraphs::current_graph(Entry& entry) {
-  if (!entry.graph) return nullptr;
-  if (weights_replaced(entry)) {
-    // It reads the old weights' addresses: captured again below.
-    drop_graph(entry);
-    ++stats_.invalidations;
-    return nullptr;
+bool AutoGraphs::current(Entry& entry) {
+  if (entry.instances.empty()) return false;
+  if (!weights_replaced(entry)) return true;
+  // They read the old weights' addresses: captured again below.
+  drop_graphs(entry);
+  ++stats_.invalidations;
+  return false;
+}
+
+void AutoGraphs::drop_instance(Entry& entry, size_t i) {
+  Instance& instance = entry.instances[i];
+  // Not a wait: launches already queued run to the end, and memory that an
+  // alias of a static output still uses stays until that alias goes.
+  (void)instance.graph->close();
+  stats_.memory_bytes -= instance.memory_bytes;
+  --live_instances_;
+  entry.instances.erase(entry.instances.begin() + static_cast<std::ptrdiff_t>(i));
+  if (entry.instances.empty()) {
+    --live_graphs_;
+    entry.keep_one_free = false;  // a new set of instances starts afresh
   }
-  return entry.graph.get();
 }
 
-void AutoGraphs::drop_graph(Entry& entry) {
-  if (!entry.graph) return;
-  // Not a wait: launches already queued run to the end, and memory that a
-  // static-output alias still uses stays until that alias goes.
-  (void)entry.graph->close();
-  entry.graph.reset();
-  stats_.memory_bytes -= entry.memory_bytes;
-  entry.memory_bytes = 0;
-  --live_graphs_;
+void AutoGraphs::drop_graphs(Entry& entry) {
+  while (!entry.instances.empty()) drop_instance(entry, entry.instances.size() - 1);
 }
 
 void AutoGraphs::make_room(const Entry& keep) {
   for (auto it = lru_.end(); live_graphs_ >= max_graphs_ && it != lru_.begin();) {
     --it;
-    if (!it->graph || &*it == &keep) continue;
-    drop_graph(*it);
+    if (it->instances.empty() || &*it == &keep) continue;
+    drop_graphs(*it);
     ++stats_.evictions;
   }
 }
@@ -180,7 +189,8 @@ void AutoGraphs::make_room(const Entry& keep) {
 aotirt_status AutoGraphs::capture(Entry& entry, Tensor* const* inputs, size_t num_inputs, const size_t* feedback,
                                   size_t num_feedback, bool* captured) {
   *captured = false;
-  make_room(entry);
+  const bool first = entry.instances.empty();
+  if (first) make_room(entry);  // max_graphs counts signatures: a second instance evicts nothing
   // Read before the capture: should the weights change meanwhile, the
   // graph counts as stale (dropped at its next use), never the reverse.
   const uint64_t version = handle_->constants_version();
@@ -194,28 +204,73 @@ aotirt_status AutoGraphs::capture(Entry& entry, Tensor* const* inputs, size_t nu
     disable(aotirt_last_error_message());
     return AOTIRT_OK;
   }
-  entry.graph.reset(graph);
-  entry.constants_version = version;
-  entry.memory_bytes = graph->memory_bytes();
-  stats_.memory_bytes += entry.memory_bytes;
+  Instance instance;
+  instance.graph.reset(graph);
+  instance.constants_version = version;
+  instance.memory_bytes = graph->memory_bytes();
+  instance.last_used = tick_;
+  entry.instances.push_back(std::move(instance));
+  stats_.memory_bytes += entry.instances.back().memory_bytes;
   ++stats_.captures;
-  ++live_graphs_;
+  ++live_instances_;
+  if (first) ++live_graphs_;
   *captured = true;
   return AOTIRT_OK;
 }
 
-aotirt_status AutoGraphs::hand_out(aotirt_graph& graph, Tensor** outputs, size_t num_outputs) {
+aotirt_status AutoGraphs::choose(Entry& entry, Tensor* const* inputs, size_t num_inputs, Instance** chosen,
+                                 Serve* how, bool* launched) {
+  *chosen = nullptr;
+  *how = Serve::Eager;
+  *launched = false;
+  // Exact under mutex_: only hand_out, under it, makes aliases of static
+  // outputs, so an instance found free stays free until this call's own.
+  Instance* free_ones[kGraphInstances] = {};
+  size_t num_free = 0;
+  for (Instance& instance : entry.instances)
+    if (num_free < kGraphInstances && !instance.graph->outputs_in_use()) free_ones[num_free++] = &instance;
+  if (num_free == 0) {
+    if (entry.instances.size() >= kGraphInstances) {
+      // The caller keeps the outputs of the last kGraphInstances calls, and
+      // replaying either instance would rewrite them. Once per set of
+      // instances: the least recently used one leaves the cache (its
+      // outputs live on with the caller's tensors, as an evicted graph's
+      // do) and a new one takes its place, which then stays free.
+      if (entry.keep_one_free) return AOTIRT_OK;  // held by what no alias explains: eager
+      entry.keep_one_free = true;
+      size_t oldest = 0;
+      for (size_t i = 1; i < entry.instances.size(); ++i)
+        if (entry.instances[i].last_used < entry.instances[oldest].last_used) oldest = i;
+      drop_instance(entry, oldest);
+    }
+    // Room for one more: the first instance is held (the caller still has
+    // the last call's outputs), or one was just replaced. It is captured
+    // now, on this call's inputs; its launch runs this call.
+    bool captured = false;
+    AOTIRT_TRY(capture(entry, inputs, num_inputs, nullptr, 0, &captured));
+    if (!captured) return AOTIRT_OK;  // graphs are now off: eager
+    free_ones[num_free++] = &entry.instances.back();
+    *launched = true;
+  }
+  *chosen = free_ones[0];
+  // An instance handed out while it is the only free one leaves none for the
+  // next call; after a replacement that is not allowed (keep_one_free).
+  *how = entry.keep_one_free && num_free < 2 ? Serve::Copy : Serve::Alias;
+  return AOTIRT_OK;
+}
+
+aotirt_status AutoGraphs::hand_out(aotirt_graph& graph, bool copy, Tensor** outputs, size_t num_outputs) {
   for (size_t i = 0; i < num_outputs; ++i) outputs[i] = nullptr;
   aotirt_status status = AOTIRT_OK;
   DeviceGuard device;
-  if (!static_outputs_) status = device.enter(handle_->device_index());
+  if (copy) status = device.enter(handle_->device_index());
   for (size_t i = 0; i < num_outputs && status == AOTIRT_OK; ++i) {
     const Tensor& source = *graph.output(i);
-    if (static_outputs_) {
+    if (copy) {
+      status = copy_static_output(source, handle_->stream(), &outputs[i]);
+    } else {
       outputs[i] = alias(source);
       if (!outputs[i]) status = fail(AOTIRT_ERROR_MEMORY, "out of host memory");
-    } else {
-      status = copy_static_output(source, handle_->stream(), &outputs[i]);
     }
   }
   if (status != AOTIRT_OK)
@@ -233,6 +288,33 @@ aotirt_status AutoGraphs::run_eagerly(Tensor* const* inputs, size_t num_inputs, 
   return status;
 }
 
+aotirt_status AutoGraphs::serve(Entry& entry, Tensor* const* inputs, size_t num_inputs, Tensor** outputs,
+                                size_t num_outputs) {
+  Instance* instance = &entry.instances.front();  // static mode: the one instance, rewritten by each call
+  Serve how = Serve::Alias;
+  bool launched = false;
+  if (!static_outputs_) AOTIRT_TRY(choose(entry, inputs, num_inputs, &instance, &how, &launched));
+  if (how == Serve::Eager) return run_eagerly(inputs, num_inputs, outputs, num_outputs);
+  instance->last_used = ++tick_;
+  aotirt_graph& graph = *instance->graph;
+  if (!launched) {
+    // Work that the last holders of these outputs queued on other streams
+    // (reading them, or a copy of them) comes first: the replay rewrites them.
+    AOTIRT_TRY(graph.order_after_output_users());
+    aotirt_status replayed = graph.replay(inputs, num_inputs, nullptr);
+    if (replayed != AOTIRT_OK && weights_replaced(entry)) {
+      // Replaced between the check and the launch: eager this time.
+      drop_graphs(entry);
+      ++stats_.invalidations;
+      return run_eagerly(inputs, num_inputs, outputs, num_outputs);
+    }
+    AOTIRT_TRY(replayed);
+  }
+  ++stats_.hits;  // a call of a captured signature, whether it replayed or captured a second instance
+  if (how == Serve::Copy) ++stats_.output_copies;
+  return hand_out(graph, how == Serve::Copy, outputs, num_outputs);
+}
+
 aotirt_status AutoGraphs::run(Tensor* const* inputs, size_t num_inputs, Tensor** outputs, size_t num_outputs) {
   // Calls the eager run refuses (counts, devices, shapes) are refused by it,
   // with its messages: only signatures that ran eagerly are ever captured.
@@ -247,18 +329,7 @@ aotirt_status AutoGraphs::run(Tensor* const* inputs, size_t num_inputs, Tensor**
   std::lock_guard<std::mutex> lock(mutex_);
   if (disabled_.load(std::memory_order_acquire)) return run_eagerly(inputs, num_inputs, outputs, num_outputs);
   Entry& entry = find_or_add(std::move(key));
-  if (aotirt_graph* graph = current_graph(entry)) {
-    aotirt_status replayed = graph->replay(inputs, num_inputs, nullptr);
-    if (replayed != AOTIRT_OK && weights_replaced(entry)) {
-      // Replaced between the check and the launch: eager this time.
-      drop_graph(entry);
-      ++stats_.invalidations;
-      return run_eagerly(inputs, num_inputs, outputs, num_outputs);
-    }
-    AOTIRT_TRY(replayed);
-    ++stats_.hits;
-    return hand_out(*graph, outputs, num_outputs);
-  }
+  if (current(entry)) return serve(entry, inputs, num_inputs, outputs, num_outputs);
   if (entry.eager_runs < kEagerRunsBeforeCapture) {
     aotirt_status status = run_eagerly(inputs, num_inputs, outputs, num_outputs);
     if (status == AOTIRT_OK) ++entry.eager_runs;
@@ -268,8 +339,10 @@ aotirt_status AutoGraphs::run(Tensor* const* inputs, size_t num_inputs, Tensor**
   AOTIRT_TRY(capture(entry, inputs, num_inputs, nullptr, 0, &captured));
   // Not captured: graphs are now off (disable() dropped `entry`).
   if (!captured) return run_eagerly(inputs, num_inputs, outputs, num_outputs);
-  // The capture's own launch ran this call: its results are in the static outputs.
-  return hand_out(*entry.graph, outputs, num_outputs);
+  entry.instances.back().last_used = ++tick_;
+  // The capture's own launch ran this call: its results are in the static
+  // outputs, handed out as a replay's are (nobody holds them yet).
+  return hand_out(*entry.instances.back().graph, false, outputs, num_outputs);
 }
 
 aotirt_status AutoGraphs::loop(const LoopRequest& request, bool* handled) {
@@ -286,9 +359,10 @@ aotirt_status AutoGraphs::loop(const LoopRequest& request, bool* handled) {
     return AOTIRT_OK;
   }
   Entry& entry = find_or_add(std::move(key));
+  // One instance: a loop hands out only its last step's outputs, copied in
+  // copy mode (nothing of the graph's stays with the caller).
   bool first_step_done = false;
-  aotirt_graph* graph = current_graph(entry);
-  if (graph) {
+  if (current(entry)) {
     ++stats_.hits;
   } else {
     // A loop is many steps: captured at its first call.
@@ -299,14 +373,16 @@ aotirt_status AutoGraphs::loop(const LoopRequest& request, bool* handled) {
       stats_.eager_runs += request.steps;
       return AOTIRT_OK;  // graphs are now off: the caller loops eagerly
     }
-    graph = entry.graph.get();
     first_step_done = true;
   }
-  aotirt_status status = run_loop_on_graph(*graph, handle_->stream(), request, first_step_done, static_outputs_);
+  aotirt_graph& graph = *entry.instances.front().graph;
+  // Static mode: the last holders of its outputs may have used them on other streams.
+  AOTIRT_TRY(graph.order_after_output_users());
+  aotirt_status status = run_loop_on_graph(graph, handle_->stream(), request, first_step_done, static_outputs_);
   if (status != AOTIRT_OK && weights_replaced(entry)) {
     // Replaced between the check and a launch: nothing was handed out yet,
     // so the caller loops eagerly on the new weights.
-    drop_graph(entry);
+    drop_graphs(entry);
     ++stats_.invalidations;
     stats_.eager_runs += request.steps;
     return AOTIRT_OK;

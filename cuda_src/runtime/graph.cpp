@@ -294,6 +294,39 @@ size_t aotirt_graph::memory_bytes() {
   return total;
 }
 
+bool aotirt_graph::rewritten_by_replay(const Storage& storage) const {
+  if (storage.owner == Storage::Owner::Graph && memory_ && storage.graph_memory.get() == memory_.get()) return true;
+  for (const Tensor* t : inputs_)  // rewritten by the copy-in of the next call's inputs
+    if (t->storage.get() == &storage) return true;
+  return false;
+}
+
+int aotirt_graph::own_references(const Storage& storage) const {
+  int own = 0;
+  for (const Tensor* t : inputs_) own += t->storage.get() == &storage ? 1 : 0;
+  for (const Tensor* t : outputs_) own += t->storage.get() == &storage ? 1 : 0;
+  return own;
+}
+
+bool aotirt_graph::outputs_in_use() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Tensor* t : outputs_) {
+    const Storage& storage = *t->storage;
+    // Each tensor holds one reference to its storage; every other one is
+    // someone else's tensor (an alias handed out, a view of it, a DLPack
+    // export's).
+    if (rewritten_by_replay(storage) && storage.ref_count() != own_references(storage)) return true;
+  }
+  return false;
+}
+
+aotirt_status aotirt_graph::order_after_output_users() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (const Tensor* t : outputs_)
+    if (rewritten_by_replay(*t->storage)) AOTIRT_TRY(t->storage->order_users_before(stream_.get()));
+  return AOTIRT_OK;
+}
+
 aotirt_status aotirt_graph::close() {
   std::lock_guard<std::mutex> lock(mutex_);
   cudaError_t destroyed = cudaSuccess;

@@ -47,6 +47,18 @@ struct aotirt_graph {
   // Device bytes the graph holds: its static inputs and its allocations
   // alive between launches (graph_memory.h); 0 once closed.
   size_t memory_bytes();
+  // Whether a tensor other than the graph's own refers to memory that a
+  // replay rewrites: a static output in the graph's own allocations, or a
+  // static input that an output views. Exact (reference counts, see
+  // ref_count) as long as the caller is the only one that makes aliases of
+  // the static outputs, under a lock it holds across this check and those
+  // aliases. Memory the graph does not write (an output that is a weight)
+  // never counts. False once closed.
+  bool outputs_in_use();
+  // Orders the launch stream after every other stream that used that memory
+  // (Storage::order_users_before): due before a replay that rewrites memory
+  // whose last holders queued work on other streams. No host wait.
+  aotirt_status order_after_output_users();
 
  private:
   aotirt_graph(aotirt_handle* handle, aotirt::StreamRef stream);
@@ -59,6 +71,10 @@ struct aotirt_graph {
   aotirt_status check_input(size_t i, const aotirt::Tensor& source) const;
   aotirt_status copy_in(size_t i, const aotirt::Tensor& source);
   aotirt_status launch();
+  // Whether a replay writes `storage` (see outputs_in_use), and how many of
+  // the graph's own tensors refer to it. With mutex_ held.
+  bool rewritten_by_replay(const aotirt::Storage& storage) const;
+  int own_references(const aotirt::Storage& storage) const;
   std::string where() const;
 
   aotirt_handle* handle_;          // borrowed: must outlive the graph (its library holds the kernels)

@@ -25,6 +25,12 @@ class RefCounted {
   }
   // Returns true when this was the last reference.
   bool drop_ref() noexcept { return refs_.fetch_sub(1, std::memory_order_acq_rel) == 1; }
+  // The references now. Another thread may add or drop one right after, so
+  // this is exact only for an owner that knows every reference it holds and
+  // that nobody else can take one meanwhile (a reference is only ever copied
+  // from another: when the count equals the owner's own, nobody else has one
+  // to copy). Acquire: a holder's writes before its drop_ref are visible.
+  int ref_count() const noexcept { return refs_.load(std::memory_order_acquire); }
 
  private:
   std::atomic<int> refs_{1};

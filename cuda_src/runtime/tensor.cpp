@@ -148,6 +148,14 @@ void Storage::release_graph_allocation() {
   for (const StreamRef& user : other_users_) user->order_before_quietly(graph_memory->launch_stream());
 }
 
+aotirt_status Storage::order_users_before(Stream* next) {
+  std::lock_guard<std::mutex> lock(users_mutex_);
+  // Forgotten only once all are ordered: after a failure none is lost.
+  for (const StreamRef& user : other_users_) AOTIRT_TRY(user->order_before(next));
+  other_users_.clear();
+  return AOTIRT_OK;
+}
+
 void Storage::record_user(Stream* user) {
   std::lock_guard<std::mutex> lock(users_mutex_);
   for (const StreamRef& known : other_users_)

@@ -49,6 +49,12 @@ struct Storage : RefCounted {
   // Notes that `user` (another stream than `stream`) reads or writes this
   // storage, so that the stream-ordered free waits for it too.
   void record_user(Stream* user);
+  // The same rule, for memory that is rewritten rather than freed (a CUDA
+  // graph's static outputs, replayed once nobody holds them): orders `next`
+  // after every other stream that used the storage, as a stream-ordered
+  // free does, then forgets them (what `next` queues from now on runs after
+  // their work; a later use records its stream again). No host wait.
+  aotirt_status order_users_before(Stream* next);
 
  private:
   void release_when_streams_pass();

@@ -439,10 +439,17 @@ AOTIRT_API void aotirt_graph_free(aotirt_graph* g);
 // eagerly; the next one captures a graph of it (aotirt_graph_capture_feedback
 // with one warm-up run on the static inputs) and later calls of it copy their
 // inputs into the static inputs on the handle's stream (nothing for an input
-// that is the static input itself) and replay. The outputs are then new
-// tensors copied out of the static outputs on the stream, valid after later
-// calls, or with `static_outputs` set, aliases of the static outputs, which
-// the next call of that signature rewrites. At most `max_graphs` graphs are
+// that is the static input itself) and replay. The outputs stay valid after
+// later calls, as eager ones do: each graph has up to 2 captured instances
+// (the second captured at a call that finds the first one's outputs still
+// held), a call replays one whose outputs nobody holds, after the streams
+// that used them, and returns aliases of its static outputs (no copy); when
+// the caller keeps the outputs of the last 2 calls, one instance is replaced
+// once and from then on kept free, and outputs are copied out of it on the
+// stream when it is the only free one (output_copies). With
+// `static_outputs` set: one instance, and the outputs are aliases of its
+// static outputs, which the next call of that signature rewrites. At most
+// `max_graphs` graphs (signatures) are
 // kept (least recently used evicted); a graph captured before the weights
 // were replaced is dropped (an invalidation) and captured again. A library
 // that cannot be captured is remembered: the handle runs eagerly from then
@@ -455,14 +462,17 @@ enum { AOTIRT_AUTO_GRAPH_EAGER_RUNS = 2 };
 AOTIRT_API aotirt_status aotirt_handle_enable_graphs(aotirt_handle* h, size_t max_graphs, int static_outputs);
 typedef struct aotirt_graph_stats {
   int enabled;             // graphs are being captured and replayed (0: off, a CPU handle, or disabled)
-  size_t graphs;           // graphs in the cache now
+  size_t graphs;           // graphs (signatures) in the cache now
   uint64_t hits;           // calls (runs and loops) served by a cached graph
-  uint64_t captures;       // graphs captured
+  uint64_t captures;       // instances captured
   uint64_t evictions;      // graphs dropped to stay within max_graphs
   uint64_t invalidations;  // graphs dropped because the weights were replaced
   uint64_t eager_runs;     // runs (and loop steps) that ran eagerly while graphs were enabled
-  uint64_t memory_bytes;   // device bytes the cached graphs hold: static inputs + graph allocations
-                           // alive between launches (the static outputs)
+  uint64_t memory_bytes;   // device bytes the cached graphs hold (every instance): static inputs +
+                           // graph allocations alive between launches (the static outputs)
+  uint64_t output_copies;  // calls whose outputs were copied out of the static outputs (copy mode,
+                           // when the caller kept the outputs of the last calls: see instances)
+  size_t instances;        // captured instances of the cached graphs (copy mode: up to 2 per graph)
 } aotirt_graph_stats;
 // All zero (enabled 0) for a handle whose graphs were never enabled.
 AOTIRT_API aotirt_status aotirt_handle_graph_stats(aotirt_handle* h, aotirt_graph_stats* out);

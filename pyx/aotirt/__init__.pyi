@@ -130,12 +130,14 @@ class Tensor:
 class _GraphStats(TypedDict):
     enabled: bool
     graphs: int
+    instances: int
     hits: int
     captures: int
     evictions: int
     invalidations: int
     eager_runs: int
     memory_bytes: int
+    output_copies: int
     disabled_reason: Optional[str]
 
 class AotiHandle:

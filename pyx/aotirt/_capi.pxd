@@ -188,6 +188,8 @@ cdef extern from "aotirt/aotirt.h" nogil:
         uint64_t invalidations
         uint64_t eager_runs
         uint64_t memory_bytes
+        uint64_t output_copies
+        size_t instances
     aotirt_status aotirt_handle_enable_graphs(aotirt_handle* h, size_t max_graphs, int static_outputs)
     aotirt_status aotirt_handle_graph_stats(aotirt_handle* h, aotirt_graph_stats* out)
     const char* aotirt_handle_graphs_disabled_reason(aotirt_handle* h)

@@ -204,8 +204,10 @@ cdef class AotiHandle:
         -------
         list of Tensor
             As soon as the work is queued; the data is there once read back.
-            With ``graphs=True`` (CUDA), a replay's outputs are copies of the
-            graph's static outputs, valid after later calls, or with
+            With ``graphs=True`` (CUDA), a replay's outputs are valid after
+            later calls, as eager ones are: aliases of the static outputs of
+            an instance of the graph that nobody else holds (no copy), or
+            copies when the caller keeps the last calls' outputs; with
             ``outputs="static"`` the static outputs themselves, which the
             next call of the same input signature rewrites.
         """
@@ -346,12 +348,16 @@ cdef class AotiHandle:
         """The automatic graphs' counters, a dict.
 
         ``enabled`` (graphs are captured and replayed), ``graphs`` (cached
-        now), ``hits`` (runs and loops served by a cached graph),
-        ``captures``, ``evictions`` (past ``max_graphs``), ``invalidations``
-        (weights replaced), ``eager_runs`` (runs and loop steps that ran
-        eagerly while graphs were on), ``memory_bytes`` (device memory the
-        cached graphs hold: static inputs and the graph allocations alive
-        between launches) and ``disabled_reason`` (None while enabled).
+        now, one per signature), ``instances`` (their captured instances:
+        up to 2 per graph with ``outputs="copy"``), ``hits`` (runs and
+        loops served by a cached graph), ``captures`` (instances captured),
+        ``evictions`` (past ``max_graphs``), ``invalidations`` (weights
+        replaced), ``eager_runs`` (runs and loop steps that ran eagerly
+        while graphs were on), ``output_copies`` (calls whose outputs were
+        copied out of a graph's, because the caller kept the outputs of the
+        last calls), ``memory_bytes`` (device memory every instance holds:
+        static inputs and the graph allocations alive between launches) and
+        ``disabled_reason`` (None while enabled).
         """
         if self._h is NULL:
             raise ValueError("the handle failed to open")
@@ -361,12 +367,14 @@ cdef class AotiHandle:
         return {
             "enabled": bool(stats.enabled),
             "graphs": stats.graphs,
+            "instances": stats.instances,
             "hits": stats.hits,
             "captures": stats.captures,
             "evictions": stats.evictions,
             "invalidations": stats.invalidations,
             "eager_runs": stats.eager_runs,
             "memory_bytes": stats.memory_bytes,
+            "output_copies": stats.output_copies,
             "disabled_reason": None if reason is NULL else reason.decode("utf-8", "replace"),
         }
 
@@ -501,10 +509,12 @@ cdef class CudaHandle(AotiHandle):
         dropped past it. Replaced weights drop the graphs that read the old
         ones. :attr:`graph_stats` counts it all.
     outputs : "copy" or "static"
-        What a replay returns: "copy" (default), new tensors copied from the
-        static outputs on the stream, valid after later calls; "static", the
-        static outputs themselves, without a copy, rewritten by the next
-        call of the same signature.
+        What a replay returns: "copy" (default), outputs valid after later
+        calls, as eager ones are: aliases of the static outputs of one of
+        two captured instances of the graph that nobody holds (no copy),
+        copies of them when the caller keeps the last calls' outputs;
+        "static", the static outputs of the one instance, without a copy,
+        rewritten by the next call of the same signature.
 
     Raises
     ------

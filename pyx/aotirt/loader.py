@@ -74,8 +74,10 @@ def load(path, device=None, *, stream=None, model=None, graphs=False, max_graphs
     max_graphs : int
         Graphs kept per handle (least recently used dropped past it).
     outputs : "copy" or "static"
-        What graph replays return: copies valid after later calls, or the
-        static outputs, rewritten by the next call.
+        What graph replays return: outputs valid after later calls ("copy":
+        aliases of a free instance's static outputs, copies when the caller
+        keeps the last calls' outputs), or the static outputs, rewritten by
+        the next call ("static").
     weights : path of a .safetensors file, Weights or mapping, optional
         The model's constants by name or module path (see
         :meth:`AotiHandle.update_constants`), loaded before any run; the

@@ -56,7 +56,13 @@ def test_replays_equal_eager_runs_over_many_calls_and_signatures():
         assert stats["hits"] == (rounds - EAGER_RUNS - 1) * len(sizes), stats
         # Static inputs (3) and the output of each graph, at least.
         assert stats["memory_bytes"] >= sum(4 * 4 * n for n in sizes), stats
-        assert dec.graph_stats["captures"] == 1 and dec.graph_stats["hits"] == rounds - EAGER_RUNS - 1
+        # `got` keeps the decoder's last output of a round while the next
+        # round's call runs: that call captures the second instance, and from
+        # then on the two take turns (no copy, no further capture).
+        dec_stats = dec.graph_stats
+        assert dec_stats["captures"] == 2 and dec_stats["instances"] == 2 and dec_stats["graphs"] == 1, dec_stats
+        assert dec_stats["hits"] == rounds - EAGER_RUNS - 1 and dec_stats["output_copies"] == 0, dec_stats
+        assert stats["instances"] == len(sizes) and stats["output_copies"] == 0, stats   # nothing held
 
 
 @pytest.mark.gpu
@@ -94,7 +100,10 @@ def test_replaced_weights_invalidate_the_graphs():
             for got, want in zip(auto.run([hidden, token]), eager.run([hidden, token])):
                 np.testing.assert_array_equal(got.numpy(), want.numpy())
         stats = auto.graph_stats
-        assert stats["invalidations"] == 1 and stats["captures"] == 2 and stats["graphs"] == 1, stats
+        # Both instances are captured again: the first at the first call on the
+        # new weights, the second at the next (`got` holds the first's output).
+        assert stats["invalidations"] == 1 and stats["captures"] == 3 and stats["graphs"] == 1, stats
+        assert stats["instances"] == 2, stats
 
 
 @pytest.mark.gpu
@@ -124,10 +133,87 @@ def test_copy_outputs_stay_valid_and_static_outputs_are_rewritten():
             for _ in range(EAGER_RUNS):
                 auto.run(x1)
             (first,) = auto.run(x1)           # the capture's own launch
-            (second,) = auto.run(x2)          # a replay
+            (second,) = auto.run(x2)          # copy: `first` is held, so a second instance; static: a replay
             np.testing.assert_array_equal(second.numpy(), want2)
             np.testing.assert_array_equal(first.numpy(), want1 if mode == "copy" else want2)
-            assert auto.graph_stats["hits"] == 1
+            stats = auto.graph_stats
+            assert stats["hits"] == 1 and stats["output_copies"] == 0, stats
+            assert stats["captures"] == stats["instances"] == (2 if mode == "copy" else 1), stats
+
+
+def data_address(tensor):
+    return tensor.__cuda_array_interface__["data"][0]
+
+
+@pytest.mark.gpu
+def test_a_rebinding_loop_alternates_two_instances_without_a_copy():
+    xs = [add_mul_inputs(4096, 20 + i) for i in range(EAGER_RUNS + 8)]
+    with add_mul() as eager, add_mul(graphs=True) as auto:
+        # The reference is an eager run (the kernel's FMA), not numpy's a * b + c.
+        want = [eager.run(x)[0].numpy() for x in xs]
+        addresses = []
+        for i, x in enumerate(xs):
+            (out,) = auto.run(x)              # the previous `out` is still held while this call runs
+            np.testing.assert_array_equal(out.numpy(), want[i])
+            if i >= EAGER_RUNS:
+                addresses.append(data_address(out))
+        stats = auto.graph_stats
+        assert stats["graphs"] == 1 and stats["instances"] == 2 and stats["captures"] == 2, stats
+        assert stats["output_copies"] == 0 and stats["hits"] == len(xs) - EAGER_RUNS - 1, stats
+        # Zero copy: every output is one of the two instances' static outputs, in turn.
+        assert len(set(addresses)) == 2 and addresses[0::2] == [addresses[0]] * len(addresses[0::2]), addresses
+        # Both instances' static inputs (3) and outputs, at least.
+        assert stats["memory_bytes"] >= 2 * 4 * 4 * 4096, stats
+
+
+@pytest.mark.gpu
+def test_outputs_kept_from_many_calls_are_copied_never_rewritten():
+    xs = [add_mul_inputs(4096, 40 + i) for i in range(EAGER_RUNS + 4)]
+    with add_mul() as eager, add_mul(graphs=True) as auto:
+        want = [eager.run(x)[0].numpy() for x in xs]
+        kept = [auto.run(x)[0] for x in xs]   # every call's output held
+        for got, w in zip(kept, want):
+            np.testing.assert_array_equal(got.numpy(), w)
+        stats = auto.graph_stats
+        # Calls 3 and 4 are the two instances; call 5 finds both held: one is
+        # replaced (its old outputs stay the caller's) and kept free from then
+        # on, so calls 5 and 6 copy out of it.
+        assert stats["instances"] == 2 and stats["captures"] == 3 and stats["output_copies"] == 2, stats
+        assert stats["hits"] == len(xs) - EAGER_RUNS - 1, stats
+        del kept, got
+        for x, w in zip(xs, want):            # let go: the instances serve again, never captured again
+            (out,) = auto.run(x)
+            np.testing.assert_array_equal(out.numpy(), w)
+        after = auto.graph_stats
+        assert after["captures"] == 3 and after["instances"] == 2 and after["eager_runs"] == EAGER_RUNS, after
+
+
+@pytest.mark.gpu
+def test_outputs_read_on_another_stream_are_rewritten_only_after_that_work():
+    n = 1 << 20
+    xs = [add_mul_inputs(n, 60 + i) for i in range(EAGER_RUNS + 3)]
+    side = aotirt.Stream.create(0)
+    with add_mul() as eager, add_mul(graphs=True) as auto:
+        want = [eager.run(x)[0].numpy() for x in xs]
+        for x in xs[:EAGER_RUNS]:
+            auto.run(x)
+        (a,) = auto.run(xs[EAGER_RUNS])       # the first instance
+        (b,) = auto.run(xs[EAGER_RUNS + 1])   # `a` is held: the second instance
+        # Long work on `side`, then a copy of `a` behind it: `side` reads `a`
+        # well after `a` is let go.
+        big = aotirt.empty((64 << 20,), "float32", device=0)
+        big_copy = aotirt.empty((64 << 20,), "float32", device=0, stream=side)
+        landing = aotirt.empty((n,), "float32", device=0, stream=side)
+        for _ in range(8):
+            big_copy.copy_(big)               # queued on side (the destination's stream)
+        landing.copy_(a)                      # on side, after those
+        del a                                 # the first instance is free again...
+        (c,) = auto.run(xs[EAGER_RUNS + 2])   # ...and replayed: only after side's copy of it
+        np.testing.assert_array_equal(landing.numpy(), want[EAGER_RUNS])
+        np.testing.assert_array_equal(c.numpy(), want[EAGER_RUNS + 2])
+        np.testing.assert_array_equal(b.numpy(), want[EAGER_RUNS + 1])
+        stats = auto.graph_stats
+        assert stats["captures"] == 2 and stats["output_copies"] == 0, stats
 
 
 @pytest.fixture(scope="module")
@@ -145,12 +231,16 @@ def test_replays_wait_only_in_the_final_copy(counter, outputs):
         token = aotirt.asarray(np.array([0], np.int64), device=0)
         for _ in range(4):
             h.run([hidden, token])            # two eager runs, the capture, a replay
+        for _ in range(2):
+            _logits, token = h.run([hidden, token])   # copy mode: the second instance (the first is held)
         h.run([hidden, token])[1].numpy()
-    """, body="""
+    """, body=f"""
         for _ in range(300):
             _logits, token = h.run([hidden, token])
         assert 0 <= int(token.numpy()[0]) < 1024
-        assert h.graph_stats["captures"] == 1
+        stats = h.graph_stats
+        assert stats["captures"] == stats["instances"] == {2 if outputs == "copy" else 1}, stats
+        assert stats["output_copies"] == 0, stats
     """)
     unexpected = {name: n for name, n in counts.items() if n and name != "cudaStreamSynchronize"}
     assert unexpected == {} and counts["cudaStreamSynchronize"] == 1, counts

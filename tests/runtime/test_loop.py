@@ -92,8 +92,9 @@ def test_cpu_handle_accepts_graphs_as_a_no_op():
 
 def test_graph_stats_without_graphs(cpu_add_mul):
     stats = cpu_add_mul.graph_stats
-    assert set(stats) == {"enabled", "graphs", "hits", "captures", "evictions", "invalidations", "eager_runs",
-                          "memory_bytes", "disabled_reason"}
+    assert set(stats) == {"enabled", "graphs", "instances", "hits", "captures", "evictions", "invalidations",
+                          "eager_runs", "output_copies", "memory_bytes", "disabled_reason"}
+    assert stats["instances"] == 0 and stats["output_copies"] == 0
     assert stats["enabled"] is False and "graphs are off" in stats["disabled_reason"]
 
 
