@@ -180,6 +180,43 @@ AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_convolution(
     AtenTensorHandle* ret0);
 AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
                                                       AtenTensorHandle* ret0);
+// CUDA cumsum (one segmented CUB scan, any dim; torch's dtype rules).
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda_cumsum(AtenTensorHandle self, int64_t dim, int32_t* dtype,
+                                                       AtenTensorHandle* ret0);
+
+// Quantised matmuls. int4 weights in torch's packed layouts (the CUDA
+// tensor-core one, the CPU one of torch's CPU capability), bfloat16 on CUDA,
+// float32/float16/bfloat16 on the CPU; the CPU one takes the group size as an
+// int64 tensor (torch's shim_cpu.h).
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__weight_int4pack_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                                    int64_t qGroupSize, AtenTensorHandle qScaleAndZeros,
+                                                                    AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__weight_int4pack_mm_cpu_tensor(AtenTensorHandle X, AtenTensorHandle w,
+                                                                              AtenTensorHandle qGroupSize,
+                                                                              AtenTensorHandle qScaleAndZeros,
+                                                                              AtenTensorHandle* ret0);
+// float8 GEMMs with per-tensor scales (CUDA: cuBLASLt, sm_89+; CPU: a loop,
+// non-float8 results).
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                          AtenTensorHandle scale_a, AtenTensorHandle scale_b,
+                                                          AtenTensorHandle* bias, AtenTensorHandle* scale_result,
+                                                          int32_t* out_dtype, int32_t use_fast_accum,
+                                                          AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cpu__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                              AtenTensorHandle mat2, AtenTensorHandle scale_a,
+                                                              AtenTensorHandle scale_b, AtenTensorHandle* bias,
+                                                              AtenTensorHandle* scale_result, int32_t* out_dtype,
+                                                              int32_t use_fast_accum);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2,
+                                                           AtenTensorHandle scale_a, AtenTensorHandle scale_b,
+                                                           AtenTensorHandle* bias, AtenTensorHandle* scale_result,
+                                                           int32_t* out_dtype, int32_t use_fast_accum,
+                                                           AtenTensorHandle* ret0);
+AOTI_SHIM_EXPORT AOTITorchError aoti_torch_cuda__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self,
+                                                               AtenTensorHandle mat2, AtenTensorHandle scale_a,
+                                                               AtenTensorHandle scale_b, AtenTensorHandle* bias,
+                                                               AtenTensorHandle* scale_result, int32_t* out_dtype,
+                                                               int32_t use_fast_accum);
 
 // Sorting (aten.sort, aten.sort.stable, aten.topk): values and int64
 // indices, torch's order (NaN largest), always stable; CPU and CUDA.

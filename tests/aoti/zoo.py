@@ -302,7 +302,7 @@ PACKED_FOR_DEVICE = {"int4_linear_bf16"}
 # aoti_torch_* functions a zoo model is known to need that aotirt does not
 # implement yet (on CUDA): its test asserts that the library lacks exactly
 # these until aotirt has them, then runs it as any other.
-AWAITING_SHIMS = {"int4_linear_bf16": ["aoti_torch_cuda__weight_int4pack_mm"]}
+AWAITING_SHIMS = {}
 
 # Greedy decoder steps with a static KV cache (static_decoder.py, issue 16):
 # their outputs are their next inputs, and build.py also saves torch eager's

@@ -34,7 +34,9 @@ I64P = ctypes.POINTER(I64)
 LIB.aotirt_last_error_message.restype = ctypes.c_char_p
 DTYPES = {"uint8": 0, "int8": 1, "int16": 2, "int32": 3, "int64": 4, "float16": 5, "float32": 6,
           "float64": 7, "bool": 11, "bfloat16": 15}
-NAMES = {code: name for name, code in DTYPES.items()}
+# float8 codes: not among DTYPES (tests loop over those), but named in layouts.
+FLOAT8 = {"float8_e5m2": 23, "float8_e4m3fn": 24}
+NAMES = {code: name for name, code in {**DTYPES, **FLOAT8}.items()}
 
 
 def shim(name, *argtypes):

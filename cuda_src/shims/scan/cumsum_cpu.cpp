@@ -1,6 +1,5 @@
 // aoti_torch_cpu_cumsum: aten.cumsum on the CPU, as torch computes it: the
-// input is first converted to the output dtype (`dtype` if given, else
-// int64 for integer and bool inputs, else the input's), then summed in
+// input is first converted to the output dtype (cumsum.h), then summed in
 // torch's CPU accumulation type (double for float32 and float64, float for
 // float16 and bfloat16, int64 for integers), each partial sum converted to
 // the output dtype. The output is contiguous, as torch's.
@@ -13,6 +12,7 @@
 #include "runtime/errors.h"
 #include "runtime/tensor.h"
 #include "shims/host_elements.h"
+#include "shims/scan/cumsum.h"
 #include "shims/shim_helpers.h"
 
 namespace aotirt {
@@ -26,7 +26,7 @@ using Accumulator = std::conditional_t<
     std::conditional_t<std::is_same_v<T, __half> || std::is_same_v<T, __nv_bfloat16>, float, int64_t>>;
 
 template <typename In, typename Out>
-void cumsum(const Tensor& self, int64_t dim, const Tensor& out) {
+void cumsum_loop(const Tensor& self, int64_t dim, const Tensor& out) {
   using Acc = Accumulator<Out>;
   const In* x = static_cast<const In*>(self.data());
   Out* y = static_cast<Out*>(out.data());
@@ -55,31 +55,19 @@ void cumsum(const Tensor& self, int64_t dim, const Tensor& out) {
 }
 
 aotirt_status run(const Tensor* self, int64_t dim, const int32_t* dtype, Tensor** ret) {
-  if (!self || !ret) return null_argument(kName);
-  AOTIRT_TRY(host::require_cpu(*self, kName, "self"));
-  const int64_t rank = self->ndim ? self->ndim : 1;  // a 0-d tensor takes dim 0 or -1
-  if (dim < -rank || dim >= rank)
-    return fail(AOTIRT_ERROR_VALUE, std::string(kName) + ": dim " + std::to_string(dim) + " is out of range for " +
-                                        std::to_string(self->ndim) + " dimensions");
-  if (dim < 0) dim += rank;
-  int32_t out_dtype = dtype ? *dtype : (is_floating(self->dtype) ? self->dtype : AOTIRT_DTYPE_INT64);
-  if (out_dtype == AOTIRT_DTYPE_BOOL)
-    return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": a bool result is not supported (torch has no bool "
-                                                        "cumsum either)");
-  if (dtype_itemsize(out_dtype) == 0 || dtype_itemsize(self->dtype) == 0)
-    return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": dtype code " + std::to_string(out_dtype) +
-                                       " is not supported");
-  Tensor* made = nullptr;
-  AOTIRT_TRY(new_tensor(self->ndim, self->sizes, nullptr, out_dtype, AOTIRT_DEVICE_CPU, 0, &made));
-  OwnedTensor out(made);
+  if (!ret) return null_argument(kName);
+  cumsum::Call call;
+  AOTIRT_TRY(cumsum::prepare(kName, AOTIRT_DEVICE_CPU, self, dim, dtype, &call));
   bool known = false;
   host::dispatch_dtype(self->dtype, [&](auto in) {
-    known = host::dispatch_dtype(out_dtype, [&](auto o) { cumsum<decltype(in), decltype(o)>(*self, dim, *out); });
+    known = host::dispatch_dtype(call.out_dtype, [&](auto o) {
+      cumsum_loop<decltype(in), decltype(o)>(*self, call.dim, *call.out);
+    });
   });
   if (!known)
     return fail(AOTIRT_ERROR_TYPE, std::string(kName) + ": no loop from " + dtype_name(self->dtype) + " to " +
-                                       dtype_name(out_dtype));
-  *ret = out.release();
+                                       dtype_name(call.out_dtype));
+  *ret = call.out.release();
   return AOTIRT_OK;
 }
 
