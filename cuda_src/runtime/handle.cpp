@@ -398,7 +398,12 @@ void aotirt_handle::unload_library() {
 namespace aotirt {
 
 aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stream, AotiHandle** out) {
-  AOTIRT_TRY(check_cuda_device(device));
+  if (aotirt_status checked = check_cuda_device(device); checked != AOTIRT_OK) {
+    // CUDA itself failed (no driver, no GPU): say what for.
+    if (checked == AOTIRT_ERROR_CUDA) return fail_cuda(static_cast<cudaError_t>(aotirt_last_error_cuda_code()),
+                                                       "cudaGetDeviceCount, opening a CUDA handle for " + path);
+    return checked;
+  }
   StreamRef chosen;
   if (stream) {
     if (stream->device != device)
