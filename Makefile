@@ -88,6 +88,7 @@ run-bench: $(HARNESS)
 	$(PY) bench/ops.py --out $(RESULTS)
 	$(PY) bench/zoo.py --out $(RESULTS)
 	$(PY) bench/decode.py --out $(RESULTS)
+	$(PY) bench/multigpu.py --out $(RESULTS)
 	$(PY) bench/report.py $(RESULTS) --command "$(BENCH_COMMAND)" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.

@@ -11,6 +11,10 @@ import datetime
 import json
 import os
 import subprocess
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from report_multigpu import multigpu_section  # noqa: E402
 
 
 def gpu_line():
@@ -492,6 +496,7 @@ def main():
     out += ops_section(rows)
     out += zoo_section(rows)
     out += decode_section(rows)
+    out += multigpu_section(rows)
     print("\n".join(out))
 
 

@@ -1,6 +1,6 @@
 // The C API of include/aotirt/aotirt.h: dtypes, tensors, copies and the copy
 // routine. Argument checks and conversions only; the work is done in
-// tensor.cpp and copy.cu.
+// tensor.cpp, copy.cu and transfer.cpp.
 
 #include <new>
 #include <string>
@@ -11,6 +11,7 @@
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
+#include "runtime/transfer.h"
 
 using namespace aotirt;
 
@@ -156,6 +157,17 @@ AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_ten
   AOTIRT_ENTRY();
   // Queued on dst's own stream: that is where its readers look for it.
   return copy_between(*dst, *src, dst->stream.get());
+}
+
+AOTIRT_API aotirt_status aotirt_tensor_to(const aotirt_tensor* t, int32_t device_type, int32_t device_index,
+                                          aotirt_stream* stream, aotirt_tensor** out) {
+  AOTIRT_ENTRY();
+  return tensor_to(*t, device_type, device_index, stream, out);
+}
+
+AOTIRT_API int aotirt_peer_access_enabled(int consumer, int producer) {
+  AOTIRT_ENTRY();
+  return peer_access_enabled(consumer, producer) ? 1 : 0;
 }
 
 AOTIRT_API aotirt_status aotirt_copy_to_host(const aotirt_tensor* t, void* dst, size_t dst_nbytes) {

@@ -6,6 +6,7 @@
 
 #include "runtime/dtypes.h"
 #include "runtime/errors.h"
+#include "runtime/transfer.h"
 
 namespace aotirt {
 namespace {
@@ -178,13 +179,20 @@ aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {
     return AOTIRT_OK;
   }
   if (dst_cuda && src_cuda) {
+    // Between two GPUs the copy is the destination's (a peer copy on its
+    // device, transfer.h): no kernel of one GPU touches another's memory.
+    const bool across = dst.storage->device_index != src.storage->device_index;
     StreamRef stream;
-    AOTIRT_TRY(stream_on_device(on, src.storage->device_index, &stream));
+    AOTIRT_TRY(stream_on_device(on, across ? dst.storage->device_index : src.storage->device_index, &stream));
     // The copy reads src and writes dst: it waits for the work on both, and
     // neither memory may be handed out again before it is done.
-    AOTIRT_TRY(use_on(src, stream.get()));
     AOTIRT_TRY(use_on(dst, stream.get()));
-    AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
+    if (across) {
+      AOTIRT_TRY(copy_across_devices(dst, src, stream.get()));
+    } else {
+      AOTIRT_TRY(use_on(src, stream.get()));
+      AOTIRT_TRY(copy_device_to_device(dst, src, stream.get()));
+    }
     dst.stream = std::move(stream);
     return AOTIRT_OK;
   }

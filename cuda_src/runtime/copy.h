@@ -17,9 +17,9 @@ aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream
 
 // dst <- src for two tensors of one dtype and shape on any devices. Device
 // work is queued on `on` when it is a stream of the device the work runs on
-// (src's for a device-to-device copy, dst's for an upload), else on that
-// device's shared stream, ordered after src's producer; dst then belongs to
-// that stream. A CPU destination of a CUDA source goes through copy_to_host
+// (src's for a copy within one GPU, dst's for a copy between two GPUs (a peer
+// copy, transfer.h) and for an upload), else on that device's shared stream,
+// ordered after src's producer; dst then belongs to that stream. A CPU destination of a CUDA source goes through copy_to_host
 // (on src's stream) and so waits.
 aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on);
 

@@ -7,6 +7,7 @@
 #include "runtime/copy.h"
 #include "runtime/dtypes.h"
 #include "runtime/errors.h"
+#include "runtime/transfer.h"
 
 using namespace aotirt;
 
@@ -223,11 +224,8 @@ aotirt_status aotirt_graph::check_input(size_t i, const Tensor& source) const {
   if (!same_dtype_and_sizes(source, target))
     return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + ": the graph was captured with " +
                                         dtype_and_shape(target) + ", got " + dtype_and_shape(source));
+  // A CUDA tensor of another GPU is welcome: copy_in moves it (a peer copy).
   const Storage& storage = *source.storage;
-  if (storage.device_type == AOTIRT_DEVICE_CUDA && storage.device_index != stream_->device)
-    return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on cuda:" +
-                                        std::to_string(storage.device_index) + ", the graph runs on cuda:" +
-                                        std::to_string(stream_->device));
   if (storage.device_type != AOTIRT_DEVICE_CUDA && !source.is_contiguous())
     return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is a strided host tensor: pass a contiguous one");
   return AOTIRT_OK;
@@ -237,6 +235,8 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
   AOTIRT_TRY(check_input(i, source));
   Tensor& target = *inputs_[i];
   Stream* stream = stream_.get();
+  if (source.storage->device_type == AOTIRT_DEVICE_CUDA && source.storage->device_index != stream->device)
+    return copy_across_devices(target, source, stream);  // after its producer, on the graph's device
   if (source.storage->device_type == AOTIRT_DEVICE_CUDA) {
     AOTIRT_TRY(use_on(source, stream));
     return copy_device_to_device(target, source, stream);

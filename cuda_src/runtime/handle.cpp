@@ -14,9 +14,9 @@
 
 #include "aotirt/shim.h"
 #include "runtime/auto_graphs.h"  // the complete type ~aotirt_handle destroys
-#include "runtime/copy.h"
 #include "runtime/elf_check.h"
 #include "runtime/errors.h"
+#include "runtime/model_inputs.h"
 
 namespace aotirt {
 
@@ -77,32 +77,6 @@ aotirt_status check_shims_available(const std::string& path) {
   if (count == 0) return AOTIRT_OK;
   return fail(AOTIRT_ERROR_AOTI, path + " needs " + std::to_string(count) +
                                      " aoti_torch_* function(s) that aotirt does not implement: " + missing);
-}
-
-// What a model gets for an input that wraps read-only memory: a private,
-// contiguous copy (on `on`, already ordered after the input's producer), never
-// the memory itself. AOTInductor writes in place into the inputs an exported
-// program mutates (x.add_(1) compiles to a kernel that stores through the
-// input's pointer), and nothing a library exports says which inputs those are.
-aotirt_status private_copy(const Tensor& input, Stream* on, Tensor** out) {
-  const Storage& source = *input.storage;
-  StreamRef stream = on ? StreamRef::share(on) : StreamRef();
-  StorageRef storage;
-  AOTIRT_TRY(allocate_storage(static_cast<size_t>(input.numel()) * input.itemsize(), source.device_type,
-                              source.device_index, stream, &storage));
-  Tensor* copy = nullptr;
-  AOTIRT_TRY(make_tensor(std::move(storage), input.ndim, input.sizes, nullptr, 0, input.dtype, stream, &copy));
-  aotirt_status status = AOTIRT_OK;
-  if (source.device_type == AOTIRT_DEVICE_CPU)
-    copy_host_to_host(*copy, input);
-  else
-    status = copy_device_to_device(*copy, input, on);
-  if (status != AOTIRT_OK) {
-    delete copy;
-    return status;
-  }
-  *out = copy;
-  return AOTIRT_OK;
 }
 
 std::string directory_of(const std::string& path) {
@@ -275,26 +249,7 @@ aotirt_status aotirt_handle::run(Tensor* const* inputs, size_t num_inputs, Tenso
     aliases = heap_aliases.data();
   }
   for (size_t i = 0; i < num_inputs; ++i) {
-    Tensor& input = *inputs[i];
-    aotirt_status status = AOTIRT_OK;
-    const Storage& storage = *input.storage;
-    if (storage.device_type != device_type_ ||
-        (device_type_ == AOTIRT_DEVICE_CUDA && storage.device_index != device_index_)) {
-      auto where = [](int32_t type, int32_t index) {
-        return type == AOTIRT_DEVICE_CPU ? std::string("cpu") : "cuda:" + std::to_string(index);
-      };
-      status = fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is on " +
-                                            where(storage.device_type, storage.device_index) +
-                                            ", the model runs on " + where(device_type_, device_index_));
-    } else {
-      status = order_input(input, on);
-    }
-    if (status == AOTIRT_OK && storage.read_only) {
-      status = private_copy(input, on, &aliases[i]);
-    } else if (status == AOTIRT_OK) {
-      aliases[i] = alias(input);
-      if (!aliases[i]) status = fail(AOTIRT_ERROR_MEMORY, "out of host memory");
-    }
+    aotirt_status status = model_input(*inputs[i], i, device_type_, device_index_, on, &aliases[i]);
     if (status != AOTIRT_OK) {
       for (size_t j = 0; j < i; ++j) delete aliases[j];
       return status;
@@ -421,9 +376,11 @@ aotirt_status aotirt_handle::close() {
   std::lock_guard<std::mutex> lock(run_mutex_);
   aotirt_status status = AOTIRT_OK;
   if (container_) {
-    before_run(stream());
+    // after_run restores what before_run replaced, so only after one that
+    // succeeded (else it would clear the thread's current stream).
+    const bool entered = before_run(stream()) == AOTIRT_OK;
     if (api_.destroy(container_) != 0) status = model_failure("AOTInductorModelContainerDelete");
-    after_run();
+    if (entered) after_run();
     container_ = nullptr;
   }
   if (library_) {
@@ -441,12 +398,12 @@ void aotirt_handle::unload_library() {
 namespace aotirt {
 
 aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stream, AotiHandle** out) {
-  int count = 0;
-  cudaError_t err = cudaGetDeviceCount(&count);
-  if (err != cudaSuccess) return fail_cuda(err, "cudaGetDeviceCount, opening a CUDA handle for " + path);
-  if (device < 0 || device >= count)
-    return fail(AOTIRT_ERROR_VALUE, "CUDA device " + std::to_string(device) + " does not exist (this machine has " +
-                                        std::to_string(count) + ")");
+  if (aotirt_status checked = check_cuda_device(device); checked != AOTIRT_OK) {
+    // CUDA itself failed (no driver, no GPU): say what for.
+    if (checked == AOTIRT_ERROR_CUDA) return fail_cuda(static_cast<cudaError_t>(aotirt_last_error_cuda_code()),
+                                                       "cudaGetDeviceCount, opening a CUDA handle for " + path);
+    return checked;
+  }
   StreamRef chosen;
   if (stream) {
     if (stream->device != device)
@@ -483,11 +440,9 @@ aotirt_status CudaHandle::before_run(Stream* on) {
 void CudaHandle::after_run() {
   set_current_stream(previous_stream_);
   previous_stream_ = nullptr;
-  if (previous_device_ >= 0) cudaSetDevice(previous_device_);
+  restore_device(previous_device_);  // also after a failed run: the thread's device is the caller's
   previous_device_ = -1;
 }
-
-aotirt_status CudaHandle::order_input(Tensor& input, Stream* on) { return use_on(input, on); }
 
 void CudaHandle::adopt_output(Tensor& output) {
   if (output.stream.get() != stream_.get()) output.stream = stream_;

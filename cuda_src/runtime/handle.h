@@ -101,7 +101,6 @@ struct aotirt_handle {
   // `on`: the stream the run is queued on (nullptr on the CPU).
   virtual aotirt_status before_run(aotirt::Stream* /*on*/) { return AOTIRT_OK; }
   virtual void after_run() {}
-  virtual aotirt_status order_input(aotirt::Tensor&, aotirt::Stream* /*on*/) { return AOTIRT_OK; }
   virtual void adopt_output(aotirt::Tensor&) {}
   void unload_library();
 
@@ -152,7 +151,6 @@ class CudaHandle : public AotiHandle {
       : AotiHandle(std::move(path), AOTIRT_DEVICE_CUDA, device), stream_(std::move(stream)) {}
   aotirt_status before_run(Stream* on) override;
   void after_run() override;
-  aotirt_status order_input(Tensor& input, Stream* on) override;
   void adopt_output(Tensor& output) override;
 
   StreamRef stream_;

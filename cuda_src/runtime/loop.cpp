@@ -7,6 +7,7 @@
 #include "runtime/auto_graphs.h"
 #include "runtime/copy.h"
 #include "runtime/errors.h"
+#include "runtime/transfer.h"
 
 namespace aotirt {
 namespace {
@@ -174,6 +175,15 @@ aotirt_status run_loop_eagerly(aotirt_handle& handle, const LoopRequest& r) {
   Collector collector(r, stream);
   DeviceGuard device;
   if (stream) AOTIRT_TRY(device.enter(stream->device));
+  // A tensor of another GPU (a decoder's encoder states, made on the
+  // encoder's) is moved once, not at every step.
+  Owned moved(r.num_inputs);
+  for (size_t i = 0; stream && i < r.num_inputs; ++i) {
+    const Storage& storage = *inputs[i]->storage;
+    if (storage.device_type != AOTIRT_DEVICE_CUDA || storage.device_index == stream->device) continue;
+    AOTIRT_TRY(copy_to_device(*inputs[i], stream->device, stream, &moved.items[i]));
+    inputs[i] = moved.items[i];
+  }
   for (size_t step = 0; step < r.steps; ++step) {
     Owned now(n_out);
     AOTIRT_TRY(handle.run(inputs.data(), inputs.size(), now.items.data(), n_out));

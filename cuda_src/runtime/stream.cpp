@@ -1,5 +1,7 @@
 #include "runtime/stream.h"
 
+#include <dlfcn.h>
+
 #include <atomic>
 #include <cstdint>
 #include <string>
@@ -22,8 +24,37 @@ cudaEvent_t new_event_quietly(int device) {
   if (previous != device && cudaSetDevice(device) != cudaSuccess) return nullptr;
   cudaEvent_t event = nullptr;
   if (cudaEventCreateWithFlags(&event, cudaEventDisableTiming) != cudaSuccess) event = nullptr;
-  if (previous != device) (void)cudaSetDevice(previous);
+  if (previous != device) restore_device(previous);
   return event;
+}
+
+// Whether `device`'s primary context exists: someone in the process has used
+// the device. Asked of the driver, which cudart has loaded (no link to it);
+// when it cannot say, the answer is yes (restore, as cudart alone would). A
+// context that exists stays for the process: that answer is kept.
+bool context_exists(int device) {
+  constexpr int kMaxDevices = 256;
+  static std::atomic<bool> known[kMaxDevices];
+  if (device < 0 || device >= kMaxDevices) return true;
+  if (known[device].load(std::memory_order_acquire)) return true;
+  using DeviceGet = int (*)(int* device, int ordinal);                           // cuDeviceGet
+  using PrimaryState = int (*)(int device, unsigned int* flags, int* active);    // cuDevicePrimaryCtxGetState
+  static DeviceGet device_get = nullptr;
+  static PrimaryState primary_state = nullptr;
+  static std::once_flag once;
+  std::call_once(once, [] {
+    if (void* driver = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD)) {
+      device_get = reinterpret_cast<DeviceGet>(dlsym(driver, "cuDeviceGet"));
+      primary_state = reinterpret_cast<PrimaryState>(dlsym(driver, "cuDevicePrimaryCtxGetState"));
+    }
+  });
+  int handle = 0, active = 0;
+  unsigned int flags = 0;
+  if (!device_get || !primary_state || device_get(&handle, device) != 0 ||
+      primary_state(handle, &flags, &active) != 0)
+    return true;
+  if (active) known[device].store(true, std::memory_order_release);
+  return active != 0;
 }
 
 }  // namespace
@@ -132,6 +163,24 @@ void forget_shared_stream(Stream* stream) {
   if (it != shared_streams.end() && it->second == stream) shared_streams.erase(it);
 }
 
+aotirt_status check_cuda_device(int device) {
+  static std::atomic<int> known_count{-1};  // -1: not read yet (or the read failed: read again)
+  int count = known_count.load(std::memory_order_acquire);
+  if (count < 0) {
+    cudaError_t err = cudaGetDeviceCount(&count);
+    // No GPU reads as CUDA's own error, as every other CUDA call would say it.
+    if (err == cudaSuccess && count == 0) err = cudaErrorNoDevice;
+    if (err != cudaSuccess) return fail_cuda(err, "cudaGetDeviceCount, checking CUDA device " + std::to_string(device));
+    known_count.store(count, std::memory_order_release);
+  }
+  if (device >= 0 && device < count) return AOTIRT_OK;
+  std::string has = std::to_string(count);
+  if (count == 1) has += ": cuda:0";
+  if (count > 1) has += ": cuda:0 to cuda:" + std::to_string(count - 1);
+  return fail(AOTIRT_ERROR_VALUE, "CUDA device " + std::to_string(device) + " does not exist (this machine has " +
+                                      has + ")");
+}
+
 aotirt_status shared_stream(int device, StreamRef* out) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = shared_streams.find(device);
@@ -139,12 +188,15 @@ aotirt_status shared_stream(int device, StreamRef* out) {
     *out = StreamRef::adopt(it->second);
     return AOTIRT_OK;
   }
+  // Only when a stream is made: the lookup above is on every allocation's path.
+  AOTIRT_TRY(check_cuda_device(device));
   AOTIRT_TRY(new_owned_stream(device, /*shared=*/true, out));
   shared_streams[device] = out->get();
   return AOTIRT_OK;
 }
 
 aotirt_status create_stream(int device, StreamRef* out) {
+  AOTIRT_TRY(check_cuda_device(device));
   return new_owned_stream(device, /*shared=*/false, out);
 }
 
@@ -187,9 +239,11 @@ aotirt_status stream_on_device(Stream* preferred, int device, StreamRef* out) {
 
 aotirt_status stream_for_device(int device, StreamRef* out) { return stream_on_device(tls_current_stream, device, out); }
 
-DeviceGuard::~DeviceGuard() {
-  if (previous_ >= 0) cudaSetDevice(previous_);
+void restore_device(int previous) {
+  if (previous >= 0 && context_exists(previous)) (void)cudaSetDevice(previous);
 }
+
+DeviceGuard::~DeviceGuard() { restore_device(previous_); }
 
 aotirt_status DeviceGuard::enter(int device) {
   int current = 0;

@@ -64,6 +64,12 @@ namespace aotirt {
 using Stream = aotirt_stream;
 using StreamRef = Ref<Stream>;
 
+// AOTIRT_OK when `device` is a CUDA device of this machine; else
+// AOTIRT_ERROR_VALUE naming it and how many there are (a clear error, where
+// cudaSetDevice would only say cudaErrorInvalidDevice). The count is read
+// once per process: CUDA fixes it at initialisation.
+aotirt_status check_cuda_device(int device);
+
 aotirt_status shared_stream(int device, StreamRef* out);
 aotirt_status create_stream(int device, StreamRef* out);
 StreamRef adopt_stream(cudaStream_t handle, int device);
@@ -90,7 +96,17 @@ aotirt_status stream_on_device(Stream* preferred, int device, StreamRef* out);
 // (stream_on_device with the current stream).
 aotirt_status stream_for_device(int device, StreamRef* out);
 
-// Makes `device` current for a scope and restores the previous one.
+// Makes `previous` the thread's current device again, after work on another
+// one. Restoring a device nobody in the process has used yet would create its
+// CUDA context (cudaSetDevice does, since CUDA 12): hundreds of MiB on a GPU
+// that a thread running elsewhere never asked for. Such a device is left
+// alone, and the thread stays on the device it ran on (torch's device guard
+// does the same). Errors are ignored: this runs on error paths and in
+// destructors, and leaves the thread's last error alone.
+void restore_device(int previous);
+
+// Makes `device` current for a scope and restores the previous one
+// (restore_device).
 class DeviceGuard {
  public:
   DeviceGuard() = default;

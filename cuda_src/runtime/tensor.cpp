@@ -205,6 +205,11 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
       storage->data = cache ? cache->take(storage->capacity) : nullptr;
       if (!storage->data) {
         AOTIRT_TRY(configure_pool(device_index));
+        // The allocation's device current (only here, past the cache): the
+        // runtime never has to touch the thread's current device for it,
+        // which may be one this process has not used.
+        DeviceGuard guard;
+        AOTIRT_TRY(guard.enter(device_index));
         cudaError_t err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
         if (err == cudaErrorMemoryAllocation && cache) {
           // Blocks this stream keeps may be what is missing: give them back

@@ -173,6 +173,19 @@ AOTIRT_API aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tens
 // dst's stream (ordered after src's producer) without a host wait; only a
 // CPU destination of a CUDA source waits, through the copy routine.
 AOTIRT_API aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src);
+// `t` on `device_type`/`device_index` (Tensor.to). The same device: an alias,
+// no copy. Another GPU: a stream-ordered peer copy (cudaMemcpyPeerAsync) on
+// `stream` (NULL: the target's shared stream), after an event from t's
+// stream, with no host wait; the copy has t's sizes and strides and holds the
+// bytes t's view spans. CPU to GPU: a contiguous upload on `stream`, no wait.
+// GPU to CPU: a contiguous host tensor through the copy routine (waits for
+// t's stream only). `stream` must be on the target device.
+AOTIRT_API aotirt_status aotirt_tensor_to(const aotirt_tensor* t, int32_t device_type, int32_t device_index,
+                                          aotirt_stream* stream, aotirt_tensor** out);
+// 1 when copies from `producer`'s memory to `consumer` go over direct peer
+// access (enabled at the first copy between them, where the hardware allows),
+// 0 when they are staged by the driver or no copy has been made yet.
+AOTIRT_API int aotirt_peer_access_enabled(int consumer, int producer);
 // ---- interop: memory other libraries own, DLPack, pinned host memory ------
 // Borrowed memory is never freed by aotirt: `release(release_ctx)` tells its
 // owner when aotirt is done with it. For CUDA memory that is once the last

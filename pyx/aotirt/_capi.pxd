@@ -117,6 +117,9 @@ cdef extern from "aotirt/aotirt.h" nogil:
                                        aotirt_tensor** out)
     aotirt_status aotirt_tensor_alias(const aotirt_tensor* t, aotirt_tensor** out)
     aotirt_status aotirt_tensor_copy(aotirt_tensor* dst, const aotirt_tensor* src)
+    aotirt_status aotirt_tensor_to(const aotirt_tensor* t, int32_t device_type, int32_t device_index,
+                                   aotirt_stream* stream, aotirt_tensor** out)
+    int aotirt_peer_access_enabled(int consumer, int producer)
     aotirt_status aotirt_pointer_device(const void* ptr, int32_t* device_index)
     aotirt_status aotirt_tensor_wrap_device(void* data, int64_t ndim, const int64_t* sizes,
                                             const int64_t* strides, int32_t dtype, int32_t device_index,

@@ -143,8 +143,8 @@ def asarray(obj, device="cpu", stream=None, dtype=None):
         if (aotirt_tensor_device_type(t._t) == device_type and
                 (device_type == AOTIRT_DEVICE_CPU or aotirt_tensor_device_index(t._t) == device_index)):
             return t
-        raise ValueError(f"the tensor is on {t.device}; moving tensors between devices is "
-                         f"done with copy_to_host() and asarray()")
+        raise ValueError(f"the tensor is on {t.device}, not on {device!r}: Tensor.to({device!r}) moves it "
+                         f"(asarray never copies a Tensor)")
     if takes_interop_path(obj):
         return wrap_tensor(import_array(obj, device_type, device_index, NULL, stream, "asarray", False, True))
     if device_type == AOTIRT_DEVICE_CPU:

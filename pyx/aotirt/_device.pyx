@@ -5,7 +5,7 @@ Module order: this module cimports only the C API (_capi).
 
 from cpython.number cimport PyNumber_Index
 
-from aotirt._capi cimport AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_device_count
+from aotirt._capi cimport AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_device_count, aotirt_peer_access_enabled
 
 # parse_device's device types, for its Python callers.
 DEVICE_CPU = AOTIRT_DEVICE_CPU
@@ -19,6 +19,15 @@ def device_count():
     to ask whether a GPU is there.
     """
     return aotirt_device_count()
+
+
+def peer_access_enabled(int consumer, int producer):
+    """Whether copies of `producer`'s memory to `consumer` go over direct peer
+    access (NVLink or PCIe), enabled at the first copy between the two where
+    the hardware allows. False before that copy, and where the driver stages
+    the copy through host memory instead (still stream-ordered, no host wait).
+    """
+    return aotirt_peer_access_enabled(consumer, producer) == 1
 
 
 cpdef tuple parse_device(object device):

@@ -199,6 +199,9 @@ cdef class AotiHandle:
             (torch, CuPy, Numba, cuda.core) are used where they are, without
             a copy, ordered after their producer's stream by an event (see
             :func:`aotirt.from_dlpack`); host data of that kind is uploaded.
+            An aotirt Tensor of another GPU is moved to the handle's device
+            by a peer copy on the handle's stream, after an event on the
+            tensor's (no host wait; :meth:`Tensor.to`).
 
         Returns
         -------
@@ -488,7 +491,8 @@ cdef class CudaHandle(AotiHandle):
     path : str or os.PathLike
         The model library (``.so``).
     device : int or "cuda:N"
-        The GPU.
+        The GPU; an index past the machine's GPUs raises ValueError. Runs
+        leave the thread's current device as they found it.
     stream : Stream, another library's stream, or None
         None (the default) is the device's shared stream, which every
         CudaHandle of the device uses: their runs are ordered one after the

@@ -11,7 +11,7 @@ without `out`), never by ``import aotirt``.
 Module order: cimports _errors, _dtypes, _device, _stream, _host and _interop.
 """
 
-from libc.stdint cimport int64_t, uintptr_t
+from libc.stdint cimport int32_t, int64_t, uintptr_t
 
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_dtype_itemsize, aotirt_status, aotirt_stream,
@@ -19,14 +19,14 @@ from aotirt._capi cimport (
     aotirt_tensor_device_type, aotirt_tensor_dtype, aotirt_tensor_free, aotirt_tensor_is_contiguous,
     aotirt_tensor_is_read_only,
     aotirt_tensor_narrow, aotirt_tensor_ndim, aotirt_tensor_numel, aotirt_tensor_order_before,
-    aotirt_tensor_sizes, aotirt_tensor_stream, aotirt_tensor_strides, kDLCPU, kDLCUDA,
+    aotirt_tensor_sizes, aotirt_tensor_stream, aotirt_tensor_strides, aotirt_tensor_to, kDLCPU, kDLCUDA,
 )
-from aotirt._device cimport device_name
+from aotirt._device cimport device_name, parse_device
 from aotirt._dtypes cimport dtype_name, dtype_row, numpy_dtype
 from aotirt._errors cimport check
 from aotirt._host cimport as_int64, copy_out
 from aotirt._interop cimport consumer_stream_value, dlpack_capsule, dlpack_consumer_stream
-from aotirt._stream cimport stream_from_reference
+from aotirt._stream cimport Stream, as_stream, stream_from_reference
 
 
 cdef Tensor wrap_tensor(aotirt_tensor* t):
@@ -159,6 +159,59 @@ cdef class Tensor:
             status = aotirt_tensor_copy(self._t, src._t)
         check(status)
         return self
+
+    def to(self, device, stream=None):
+        """This tensor on `device`: itself when it is there already, else a copy.
+
+        Between two GPUs the copy is a peer copy (``cudaMemcpyPeerAsync``)
+        queued on `stream`, a stream of the target device (None: its shared
+        stream), after an event recorded on this tensor's stream: no host
+        wait, and nothing but that event touches the source's device. Peer
+        access is enabled once per pair of GPUs where the hardware allows;
+        without it the driver stages the copy through host memory, still
+        stream-ordered. The copy has this tensor's shape and strides and
+        holds the bytes its view spans. To the host the copy waits for this
+        tensor's stream (the copy routine); from the host it is an upload
+        that does not wait; both give contiguous tensors.
+
+        Parameters
+        ----------
+        device : "cpu", "cuda", "cuda:N" or int
+            An index past the machine's GPUs raises ValueError.
+        stream : Stream, object with ``__cuda_stream__``, or None
+            For a GPU target: the stream the copy is queued on and the new
+            tensor belongs to. Unused when no copy is made.
+
+        Returns
+        -------
+        Tensor
+            `self` when it is on `device` already (no copy), else a new one.
+
+        Examples
+        --------
+        >>> states, = encoder.run([x])        # a handle on cuda:0       # doctest: +SKIP
+        >>> decoder.run([states.to(1)])       # a handle on cuda:1       # doctest: +SKIP
+        """
+        cdef int32_t device_type
+        cdef int32_t device_index
+        device_type, device_index = parse_device(device)
+        if (aotirt_tensor_device_type(self._t) == device_type and
+                (device_type == AOTIRT_DEVICE_CPU or aotirt_tensor_device_index(self._t) == device_index)):
+            return self
+        cdef Stream keep = None
+        cdef aotirt_stream* c_stream = NULL
+        if stream is not None:
+            if device_type == AOTIRT_DEVICE_CPU:
+                raise ValueError(f"to('cpu') takes no stream (a copy to the host waits for the tensor's own "
+                                 f"stream), got {stream!r}")
+            keep = as_stream(stream, device_index)
+            c_stream = keep.get()
+        cdef aotirt_tensor* out = NULL
+        cdef aotirt_status status
+        with nogil:
+            status = aotirt_tensor_to(self._t, device_type, device_index, c_stream, &out)
+        check(status)
+        return wrap_tensor(out)
 
     @property
     def __cuda_array_interface__(self):

@@ -19,11 +19,12 @@ MODES = ("shared", "sync_each", "separate", "graph")
 
 
 class GreedyDecoder:
-    """The example encoder and decoder libraries, loaded for one device.
+    """The example encoder and decoder libraries, loaded for one device (or two).
 
     Parameters
     ----------
     device : "cpu" or "cuda:N"
+        The encoder's device, and the decoder's unless `decoder_device` says.
     mode : "shared", "sync_each", "separate" or "graph"
         shared: both handles on the device's shared stream, the steps run
         by ``decoder.loop``, one copy at the end. sync_each: a Python loop of
@@ -33,20 +34,32 @@ class GreedyDecoder:
         graph: as shared, the decoder opened with ``graphs=True``, so that
         the loop captures the step once as a CUDA graph (on the first
         decode) and replays it for every step; a GPU only.
+    decoder_device : "cuda:N" or None
+        Splits the pipeline across two GPUs: the decoder runs on this one,
+        and the encoder's output is moved to it once per decode (a peer
+        copy, ordered after the encoder by an event).
     """
 
-    def __init__(self, device="cuda:0", mode="shared"):
+    def __init__(self, device="cuda:0", mode="shared", decoder_device=None):
         if mode not in MODES:
             raise ValueError(f"mode must be one of {', '.join(MODES)}, got {mode!r}")
         device_type, index = parse_device(device)
+        decoder_type, decoder_index = parse_device(device if decoder_device is None else decoder_device)
         cpu = device_type == DEVICE_CPU
         if mode == "graph" and cpu:
             raise ValueError("mode 'graph' replays CUDA graphs: it needs a CUDA device, not 'cpu'")
+        if decoder_type != device_type:
+            raise ValueError(f"the encoder ({device!r}) and the decoder ({decoder_device!r}) run on GPUs or both "
+                             f"on the CPU: a CPU tensor is not moved to a GPU model")
         self.device = device
+        self.decoder_device = device if decoder_device is None else decoder_device
         self.mode = mode
         own = mode == "separate" and not cpu
         self.encoder = aotirt.models.open("encoder", device, stream=aotirt.Stream.create(index) if own else None)
-        self.decoder = aotirt.models.open("decoder", device, stream=aotirt.Stream.create(index) if own else None,
+        # On another GPU, the decoder's runs move the encoder's output to
+        # theirs (a peer copy, ordered after the encoder by an event).
+        self.decoder = aotirt.models.open("decoder", self.decoder_device,
+                                          stream=aotirt.Stream.create(decoder_index) if own else None,
                                           graphs=mode == "graph")
 
     def close(self):
@@ -70,7 +83,7 @@ class GreedyDecoder:
             raise ValueError(f"steps must be at least 1, got {steps}")
         (hidden,) = self.encoder.run([frames])
         stream = getattr(self.decoder, "stream", None)
-        token = aotirt.asarray(np.array([start_token], np.int64), self.device, stream=stream)
+        token = aotirt.asarray(np.array([start_token], np.int64), self.decoder_device, stream=stream)
         if self.mode == "sync_each":
             return self._decode_syncing_each_step(hidden, token, steps, stream)
         # next_token (output 1) becomes token (input 1) on the device, and
@@ -81,7 +94,7 @@ class GreedyDecoder:
     def _decode_syncing_each_step(self, hidden, token, steps, stream):
         # The comparison the other modes are measured against: the same
         # steps, with a host wait (a copy of the token) after each.
-        tokens = aotirt.empty((steps,), "int64", self.device, stream=stream)
+        tokens = aotirt.empty((steps,), "int64", self.decoder_device, stream=stream)
         run = self.decoder.run  # looked up once: this loop is what time_side_by_side() measures
         for i in range(steps):
             _logits, token = run([hidden, token])
