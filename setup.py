@@ -39,7 +39,7 @@ ROOT = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.join(ROOT, "cuda_src")
 # The Cython modules of pyx/aotirt, each linked to libaotirt.so.
 CYTHON_MODULES = ["_errors", "_dtypes", "_device", "_stream", "_host", "_interop", "_tensor", "_convert", "_graph",
-                  "_loop", "_constants", "_handle", "_testing"]
+                  "_loop", "_constants", "_library", "_handle", "_testing"]
 # libaotirt.so: every .cpp and .cu under these folders of cuda_src/.
 CORE_DIRS = ["runtime", "shims"]
 # The pipeline models' kernels (cuda_src/kernels): plain C++ for the CPU

@@ -12,7 +12,7 @@ import tempfile
 import zipfile
 
 import aotirt
-from aotirt._handle import library_undefined_symbols
+from aotirt._library import library_undefined_symbols
 
 root = sys.argv[1]
 core = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")

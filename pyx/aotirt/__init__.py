@@ -11,8 +11,9 @@ from aotirt._convert import asarray, empty, from_dlpack
 from aotirt._device import device_count
 from aotirt._errors import AotiError, CudaError
 from aotirt._graph import Graph
-from aotirt._handle import AotiHandle, CudaHandle, set_cudnn_allow_tf32
+from aotirt._handle import AotiHandle, CudaHandle
 from aotirt._host import empty_pinned
+from aotirt._library import set_cudnn_allow_tf32
 from aotirt._stream import Stream
 from aotirt._tensor import Tensor, copy_to_host
 

@@ -93,7 +93,7 @@ def info(args):
     print(f"example models: {', '.join(aotirt.models.available()) or 'none'} "
           f"({os.path.dirname(aotirt.models.path('add_mul', 'cpu'))})")
     # The optional libraries the fallback shims open on first use.
-    from aotirt._handle import load_optional_library
+    from aotirt._library import load_optional_library
     for label, name in (("cuBLAS", "cublas"), ("cuDNN", "cudnn")):
         try:
             print(f"{label}: {load_optional_library(name)}")

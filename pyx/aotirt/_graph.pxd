@@ -16,3 +16,10 @@ cdef class Graph:
 # Captures one run of `h`, the CUDA handle of the Python object `handle`
 # (which the Graph keeps alive). The arguments are those of CudaHandle.capture.
 cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs, object warmup, object feedback)
+
+# The automatic graphs' options, checked (graphs on or off: a wrong value is
+# a mistake either way): (graphs, max_graphs, static_outputs).
+cdef tuple auto_graph_options(object graphs, object max_graphs, object outputs)
+
+# handle.graph_stats of the handle `h`: the automatic graphs' counters.
+cdef dict auto_graph_stats(aotirt_handle* h)

@@ -6,6 +6,8 @@ capture and the replays are the core's (aotirt_graph_*): this module only
 converts arguments and owns the object.
 
 Module order: cimports _errors, _tensor and _convert; _handle cimports it.
+Besides CudaHandle.capture's explicit graphs, the automatic graphs' options
+and counters are read here (the cache itself lives in the C++ runtime).
 """
 
 from libc.stdlib cimport free, malloc
@@ -13,7 +15,8 @@ from libc.stdlib cimport free, malloc
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CUDA, aotirt_graph, aotirt_graph_capture_feedback, aotirt_graph_close, aotirt_graph_free,
     aotirt_graph_input, aotirt_graph_is_closed, aotirt_graph_num_inputs, aotirt_graph_num_outputs,
-    aotirt_graph_output, aotirt_graph_replay, aotirt_handle, aotirt_handle_device_index, aotirt_handle_stream,
+    aotirt_graph_output, aotirt_graph_replay, aotirt_graph_stats, aotirt_handle, aotirt_handle_device_index,
+    aotirt_handle_graph_stats, aotirt_handle_graphs_disabled_reason, aotirt_handle_stream,
     aotirt_status, aotirt_stream, aotirt_stream_release, aotirt_stream_retain, aotirt_tensor, aotirt_tensor_alias,
 )
 from aotirt._convert cimport INLINE_ARGS, as_input, feedback_pairs, gather_inputs
@@ -176,3 +179,33 @@ cdef Graph capture_graph(object handle, aotirt_handle* h, object example_inputs,
     graph.inputs = tuple(_alias(aotirt_graph_input(g, i)) for i in range(aotirt_graph_num_inputs(g)))
     graph.outputs = tuple(_alias(aotirt_graph_output(g, i)) for i in range(aotirt_graph_num_outputs(g)))
     return graph
+
+
+cdef tuple auto_graph_options(object graphs, object max_graphs, object outputs):
+    # Checked for every handle, graphs on or off: a wrong value is a mistake either way.
+    if outputs not in ("copy", "static"):
+        raise ValueError(f'outputs is "copy" or "static", got {outputs!r}')
+    if isinstance(max_graphs, bool) or not isinstance(max_graphs, int):
+        raise TypeError(f"max_graphs is a number of graphs (an int), got {type(max_graphs).__name__}")
+    if max_graphs < 1:
+        raise ValueError(f"max_graphs is 1 or more, got {max_graphs}")
+    return bool(graphs), <size_t>max_graphs, outputs == "static"
+
+
+cdef dict auto_graph_stats(aotirt_handle* h):
+    cdef aotirt_graph_stats stats
+    check(aotirt_handle_graph_stats(h, &stats))
+    cdef const char* reason = aotirt_handle_graphs_disabled_reason(h)
+    return {
+        "enabled": bool(stats.enabled),
+        "graphs": stats.graphs,
+        "instances": stats.instances,
+        "hits": stats.hits,
+        "captures": stats.captures,
+        "evictions": stats.evictions,
+        "invalidations": stats.invalidations,
+        "eager_runs": stats.eager_runs,
+        "memory_bytes": stats.memory_bytes,
+        "output_copies": stats.output_copies,
+        "disabled_reason": None if reason is NULL else reason.decode("utf-8", "replace"),
+    }

@@ -1,12 +1,11 @@
 """Handles: a loaded model library, run from Python at C speed.
 
 Module order: cimports _errors, _device, _stream, _tensor, _convert, _graph,
-_loop and _constants; only _testing cimports it (_handle.pxd declares the classes).
+_library, _loop and _constants; only _testing cimports it (_handle.pxd declares the classes).
 """
 
 import operator
 import os
-import sys
 import warnings
 
 from cpython.buffer cimport PyBUF_SIMPLE, PyBuffer_Release, PyObject_GetBuffer
@@ -15,97 +14,23 @@ from libc.stdlib cimport free, malloc
 
 from aotirt._capi cimport (
     AOTIRT_DEVICE_CPU, AOTIRT_DEVICE_CUDA, aotirt_handle, aotirt_handle_close,
-    aotirt_graph_stats, aotirt_handle_enable_graphs, aotirt_handle_free, aotirt_handle_graph_stats,
-    aotirt_handle_graphs_disabled_reason, aotirt_handle_input_name, aotirt_handle_is_closed,
+    aotirt_handle_enable_graphs, aotirt_handle_free, aotirt_handle_input_name, aotirt_handle_is_closed,
     aotirt_handle_take_graph_warning,
     aotirt_handle_num_inputs, aotirt_handle_num_outputs, aotirt_handle_open, aotirt_handle_output_name,
     aotirt_handle_run, aotirt_handle_seed, aotirt_handle_set_seed, aotirt_handle_stream,
     aotirt_handle_update_constants_from_blob_sized,
-    aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
-    aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count, aotirt_status, aotirt_stream, aotirt_stream_retain,
+    aotirt_status, aotirt_stream, aotirt_stream_retain,
     aotirt_tensor,
 )
 from aotirt._constants cimport constant_rows, constant_value, swap_constants, update_constants
 from aotirt._convert cimport INLINE_ARGS, gather_inputs
 from aotirt._device cimport device_name, parse_device
 from aotirt._errors cimport check
-from aotirt._graph cimport capture_graph
+from aotirt._graph cimport auto_graph_options, auto_graph_stats, capture_graph
+from aotirt._library cimport register_wheel_dirs
 from aotirt._loop cimport run_loop
 from aotirt._stream cimport Stream, as_stream, stream_from_reference
 from aotirt._tensor cimport wrap_tensors
-
-
-def library_undefined_symbols(path, prefix=""):
-    """Names of the undefined symbols of a library that start with `prefix`.
-
-    Read from its ELF symbol table without loading it (no code runs): what
-    the library expects the process to provide, e.g. ``aoti_torch_*`` shims.
-    """
-    cdef bytes c_path = os.fsencode(os.fspath(path))
-    cdef bytes c_prefix = prefix.encode()
-    cdef const char* names = NULL
-    check(aotirt_library_undefined_symbols(c_path, c_prefix, &names))
-    return names.decode().split()
-
-
-def shim_table():
-    """The ``aoti_torch_*`` functions libaotirt implements: a list of
-    ``(name, family, devices)``, from include/aotirt/shim_table.h."""
-    cdef const char* name
-    cdef const char* family
-    cdef const char* devices
-    rows = []
-    for i in range(aotirt_shim_count()):
-        check(aotirt_shim_at(i, &name, &family, &devices))
-        rows.append((name.decode(), family.decode(), devices.decode()))
-    return rows
-
-
-def load_optional_library(name):
-    """Opens the optional library `name` ("cublas" or "cudnn") now, as the
-    shims that need it do on their first call; returns the file loaded.
-
-    Raises AotiError naming every file tried, and how to install it.
-    """
-    _register_wheel_dirs()
-    cdef bytes c_name = name.encode()
-    cdef const char* path = NULL
-    check(aotirt_load_optional_library(c_name, &path))
-    return os.fsdecode(path)
-
-
-def set_cudnn_allow_tf32(flag):
-    """Whether float32 CUDA convolutions may use TF32 tensor cores, as
-    ``torch.backends.cudnn.allow_tf32`` (True by default, and here unless
-    ``AOTIRT_CUDNN_ALLOW_TF32=0``). Convolutions planned afterwards follow it.
-    """
-    check(aotirt_set_cudnn_allow_tf32(1 if flag else 0))
-
-
-cdef bint _wheel_dirs_registered = False
-
-
-cdef _register_wheel_dirs():
-    # The site-packages folders where the cuDNN loader looks for a pip
-    # wheel's copy (nvidia/cudnn/lib/libcudnn.so.9): strings only, nothing
-    # is opened or looked at until a shim needs cuDNN.
-    global _wheel_dirs_registered
-    if _wheel_dirs_registered:
-        return
-    dirs = os.pathsep.join(os.path.abspath(p) for p in sys.path if p and os.pathsep not in p)
-    check(aotirt_set_wheel_dirs(os.fsencode(dirs)))
-    _wheel_dirs_registered = True
-
-
-cdef tuple _graph_options(object graphs, object max_graphs, object outputs):
-    # Checked for every handle, graphs on or off: a wrong value is a mistake either way.
-    if outputs not in ("copy", "static"):
-        raise ValueError(f'outputs is "copy" or "static", got {outputs!r}')
-    if isinstance(max_graphs, bool) or not isinstance(max_graphs, int):
-        raise TypeError(f"max_graphs is a number of graphs (an int), got {type(max_graphs).__name__}")
-    if max_graphs < 1:
-        raise ValueError(f"max_graphs is 1 or more, got {max_graphs}")
-    return bool(graphs), <size_t>max_graphs, outputs == "static"
 
 
 cdef class AotiHandle:
@@ -141,7 +66,7 @@ cdef class AotiHandle:
     def __init__(self, path, device="cpu", *, graphs=False, max_graphs=8, outputs="copy"):
         if parse_device(device)[0] != AOTIRT_DEVICE_CPU:
             raise ValueError(f"AotiHandle runs CPU libraries; use CudaHandle for device {device!r}")
-        options = _graph_options(graphs, max_graphs, outputs)
+        options = auto_graph_options(graphs, max_graphs, outputs)
         self._open(path, AOTIRT_DEVICE_CPU, 0, NULL)
         self._enable_graphs(options)
 
@@ -163,7 +88,7 @@ cdef class AotiHandle:
         return 0
 
     cdef int _open(self, path, int32_t device_type, int device_index, aotirt_stream* stream) except -1:
-        _register_wheel_dirs()
+        register_wheel_dirs()
         self.path = os.fspath(path)
         cdef bytes encoded = os.fsencode(self.path)
         cdef const char* c_path = encoded
@@ -364,22 +289,7 @@ cdef class AotiHandle:
         """
         if self._h is NULL:
             raise ValueError("the handle failed to open")
-        cdef aotirt_graph_stats stats
-        check(aotirt_handle_graph_stats(self._h, &stats))
-        cdef const char* reason = aotirt_handle_graphs_disabled_reason(self._h)
-        return {
-            "enabled": bool(stats.enabled),
-            "graphs": stats.graphs,
-            "instances": stats.instances,
-            "hits": stats.hits,
-            "captures": stats.captures,
-            "evictions": stats.evictions,
-            "invalidations": stats.invalidations,
-            "eager_runs": stats.eager_runs,
-            "memory_bytes": stats.memory_bytes,
-            "output_copies": stats.output_copies,
-            "disabled_reason": None if reason is NULL else reason.decode("utf-8", "replace"),
-        }
+        return auto_graph_stats(self._h)
 
     def update_constants_from_blob(self, blob):
         """Load the model's weights from one blob (bytes, numpy array, ...).
@@ -531,7 +441,7 @@ cdef class CudaHandle(AotiHandle):
         device_type, device_index = parse_device(device)
         if device_type != AOTIRT_DEVICE_CUDA:
             raise ValueError(f"CudaHandle runs on a GPU; use AotiHandle for device {device!r}")
-        options = _graph_options(graphs, max_graphs, outputs)
+        options = auto_graph_options(graphs, max_graphs, outputs)
         cdef Stream chosen = None
         if stream is not None:
             chosen = as_stream(stream, device_index)

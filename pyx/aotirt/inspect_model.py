@@ -23,7 +23,7 @@ _DTYPES = {"Float": "float32", "Half": "float16", "BFloat16": "bfloat16", "Doubl
 
 def inspect(path, model=None):
     """A dict describing `path` (a .so or .pt2); see the module's docstring."""
-    from aotirt._handle import library_undefined_symbols, shim_table
+    from aotirt._library import library_undefined_symbols, shim_table
     from aotirt.loader import default_device, locate
 
     library, blob, package_device = locate(path, model)

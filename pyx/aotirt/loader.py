@@ -196,7 +196,7 @@ def default_device(library, package_device=None):
 
 def _calls_cuda(library):
     """Whether a bare library calls the CUDA runtime or driver."""
-    from aotirt._handle import library_undefined_symbols
+    from aotirt._library import library_undefined_symbols
 
     names = library_undefined_symbols(library, "cu")
     return any(n.startswith(("cuda", "cuLaunch", "cuModule")) for n in names)

@@ -40,7 +40,7 @@ def implemented_shims():
 
 
 def _undefined(library):
-    from aotirt._handle import library_undefined_symbols
+    from aotirt._library import library_undefined_symbols
 
     return set(library_undefined_symbols(library, "aoti_torch_"))
 

@@ -19,7 +19,7 @@ from support.shims import I32, I64, H, P, dense, last_error, shim
 CORE = os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so")
 LOAD = """
 import aotirt
-from aotirt._handle import load_optional_library
+from aotirt._library import load_optional_library
 try:
     print("OK " + load_optional_library({name!r}))
 except aotirt.AotiError as e:
@@ -116,7 +116,7 @@ def test_the_pip_wheel_copy_is_found_through_sys_path():
 
 
 def test_unknown_library_names_are_refused():
-    from aotirt._handle import load_optional_library
+    from aotirt._library import load_optional_library
 
     with pytest.raises(ValueError, match='unknown library "cufft" \\(cublas or cudnn\\)'):
         load_optional_library("cufft")

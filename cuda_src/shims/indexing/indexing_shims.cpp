@@ -171,89 +171,48 @@ AOTITorchError aoti_torch_index_put_out(AtenTensorHandle out, AtenTensorHandle s
 
 }  // extern "C"
 
-// The device-named doors (c_shim_cpu.h, c_shim_cuda.h), one set per device.
-namespace {
+// The device-named doors (c_shim_cpu.h, c_shim_cuda.h), one set per device,
+// each named in full (the name errors carry).
+#define AOTIRT_SCATTER_SHIMS(scatter_src_out, scatter_value_out, DEVICE_TYPE)                                          \
+  AOTITorchError scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,     \
+                                 AtenTensorHandle src) {                                                               \
+    const char* name = #scatter_src_out;                                                                               \
+    return aotirt::shim(name, [&] {                                                                                    \
+      if (!src) return aotirt::null_argument(name);                                                                    \
+      return aotirt::indexing::scatter(name, DEVICE_TYPE, out, self, dim, index, src, 0.0, Op::Assign, true);          \
+    });                                                                                                                \
+  }                                                                                                                    \
+  AOTITorchError scatter_value_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim, AtenTensorHandle index,   \
+                                   double value) {                                                                     \
+    const char* name = #scatter_value_out;                                                                             \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::indexing::scatter(name, DEVICE_TYPE, out, self, dim, index, nullptr, value, Op::Assign, true);    \
+    });                                                                                                                \
+  }
 
-AOTITorchError scatter_src(const char* name, int32_t device, AtenTensorHandle out, AtenTensorHandle self,
-                           int64_t dim, AtenTensorHandle index, AtenTensorHandle src) {
-  return aotirt::shim(name, [&] {
-    if (!src) return aotirt::null_argument(name);
-    return aotirt::indexing::scatter(name, device, out, self, dim, index, src, 0.0, Op::Assign, true);
-  });
-}
-
-AOTITorchError scatter_value(const char* name, int32_t device, AtenTensorHandle out, AtenTensorHandle self,
-                             int64_t dim, AtenTensorHandle index, double value) {
-  return aotirt::shim(name, [&] {
-    return aotirt::indexing::scatter(name, device, out, self, dim, index, nullptr, value, Op::Assign, true);
-  });
-}
-
-AOTITorchError scatter_reduce_two(const char* name, int32_t device, AtenTensorHandle out, AtenTensorHandle self,
-                                  int64_t dim, AtenTensorHandle index, AtenTensorHandle src, const char* reduce,
-                                  int32_t include_self) {
-  return aotirt::shim(name, [&] {
-    return aotirt::indexing::scatter_reduce(name, device, out, self, dim, index, src, reduce, include_self);
-  });
-}
-
-AOTITorchError index_put_functional(const char* name, int32_t device, AtenTensorHandle self,
-                                    const AtenTensorHandle** indices, int64_t indices_len, AtenTensorHandle values,
-                                    int32_t accumulate, AtenTensorHandle* ret0) {
-  return aotirt::shim(name, [&] {
-    return aotirt::indexing::index_put_new(name, device, self, indices, indices_len, values, accumulate != 0, ret0);
-  });
-}
-
-}  // namespace
+#define AOTIRT_REDUCE_AND_PUT_SHIMS(scatter_reduce_two_out, index_put, DEVICE_TYPE)                                    \
+  AOTITorchError scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,                      \
+                                        AtenTensorHandle index, AtenTensorHandle src, const char* reduce,              \
+                                        int32_t include_self) {                                                        \
+    const char* name = #scatter_reduce_two_out;                                                                        \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::indexing::scatter_reduce(name, DEVICE_TYPE, out, self, dim, index, src, reduce, include_self);    \
+    });                                                                                                                \
+  }                                                                                                                    \
+  AOTITorchError index_put(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len,               \
+                           AtenTensorHandle values, int32_t accumulate, AtenTensorHandle* ret0) {                      \
+    const char* name = #index_put;                                                                                     \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::indexing::index_put_new(name, DEVICE_TYPE, self, indices, indices_len, values, accumulate != 0,   \
+                                             ret0);                                                                    \
+    });                                                                                                                \
+  }
 
 extern "C" {
 
-AOTITorchError aoti_torch_cpu_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                              AtenTensorHandle index, AtenTensorHandle src) {
-  return scatter_src("aoti_torch_cpu_scatter_src_out", AOTIRT_DEVICE_CPU, out, self, dim, index, src);
-}
-
-AOTITorchError aoti_torch_cuda_scatter_src_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                               AtenTensorHandle index, AtenTensorHandle src) {
-  return scatter_src("aoti_torch_cuda_scatter_src_out", AOTIRT_DEVICE_CUDA, out, self, dim, index, src);
-}
-
-AOTITorchError aoti_torch_cpu_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                                AtenTensorHandle index, double value) {
-  return scatter_value("aoti_torch_cpu_scatter_value_out", AOTIRT_DEVICE_CPU, out, self, dim, index, value);
-}
-
-AOTITorchError aoti_torch_cuda_scatter_value_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                                 AtenTensorHandle index, double value) {
-  return scatter_value("aoti_torch_cuda_scatter_value_out", AOTIRT_DEVICE_CUDA, out, self, dim, index, value);
-}
-
-AOTITorchError aoti_torch_cpu_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                                     AtenTensorHandle index, AtenTensorHandle src, const char* reduce,
-                                                     int32_t include_self) {
-  return scatter_reduce_two("aoti_torch_cpu_scatter_reduce_two_out", AOTIRT_DEVICE_CPU, out, self, dim, index, src,
-                            reduce, include_self);
-}
-
-AOTITorchError aoti_torch_cuda_scatter_reduce_two_out(AtenTensorHandle out, AtenTensorHandle self, int64_t dim,
-                                                      AtenTensorHandle index, AtenTensorHandle src,
-                                                      const char* reduce, int32_t include_self) {
-  return scatter_reduce_two("aoti_torch_cuda_scatter_reduce_two_out", AOTIRT_DEVICE_CUDA, out, self, dim, index, src,
-                            reduce, include_self);
-}
-
-AOTITorchError aoti_torch_cpu_index_put(AtenTensorHandle self, const AtenTensorHandle** indices, int64_t indices_len_,
-                                        AtenTensorHandle values, int32_t accumulate, AtenTensorHandle* ret0) {
-  return index_put_functional("aoti_torch_cpu_index_put", AOTIRT_DEVICE_CPU, self, indices, indices_len_, values,
-                              accumulate, ret0);
-}
-
-AOTITorchError aoti_torch_cuda_index_put(AtenTensorHandle self, const AtenTensorHandle** indices,
-                                         int64_t indices_len_, AtenTensorHandle values, int32_t accumulate,
-                                         AtenTensorHandle* ret0) {
-  return index_put_functional("aoti_torch_cuda_index_put", AOTIRT_DEVICE_CUDA, self, indices, indices_len_, values,
-                              accumulate, ret0);
-}
+AOTIRT_SCATTER_SHIMS(aoti_torch_cpu_scatter_src_out, aoti_torch_cpu_scatter_value_out, AOTIRT_DEVICE_CPU)
+AOTIRT_SCATTER_SHIMS(aoti_torch_cuda_scatter_src_out, aoti_torch_cuda_scatter_value_out, AOTIRT_DEVICE_CUDA)
+AOTIRT_REDUCE_AND_PUT_SHIMS(aoti_torch_cpu_scatter_reduce_two_out, aoti_torch_cpu_index_put, AOTIRT_DEVICE_CPU)
+AOTIRT_REDUCE_AND_PUT_SHIMS(aoti_torch_cuda_scatter_reduce_two_out, aoti_torch_cuda_index_put, AOTIRT_DEVICE_CUDA)
 
 }  // extern "C"

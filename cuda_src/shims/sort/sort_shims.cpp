@@ -110,57 +110,38 @@ aotirt_status topk(const char* name, int32_t device_type, const Tensor* self, in
 
 using aotirt::sort::kSort;
 
+// One set of shims per device, each named in full (the name errors carry).
+// `sorted` is ignored: the k values always come back in order, which torch's
+// sorted=False allows. Every sort is stable (sort.h), so `stable` (NULL: not
+// asked) changes nothing.
+#define AOTIRT_SORT_SHIMS(topk_shim, sort_shim, sort_stable_shim, DEVICE_TYPE)                                         \
+  AOTITorchError topk_shim(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest, int32_t sorted,             \
+                      AtenTensorHandle* ret0, AtenTensorHandle* ret1) {                                                \
+    const char* name = #topk_shim;                                                                                     \
+    (void)sorted;                                                                                                      \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::sort::topk(name, DEVICE_TYPE, self, k, dim, largest, ret0, ret1);                                 \
+    });                                                                                                                \
+  }                                                                                                                    \
+  AOTITorchError sort_shim(AtenTensorHandle self, int64_t dim, int32_t descending, AtenTensorHandle* ret0,             \
+                      AtenTensorHandle* ret1) {                                                                        \
+    const char* name = #sort_shim;                                                                                     \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::sort::run(name, DEVICE_TYPE, self, dim, kSort, descending != 0, ret0, ret1);                      \
+    });                                                                                                                \
+  }                                                                                                                    \
+  AOTITorchError sort_stable_shim(AtenTensorHandle self, int32_t* stable, int64_t dim, int32_t descending,             \
+                             AtenTensorHandle* ret0, AtenTensorHandle* ret1) {                                         \
+    const char* name = #sort_stable_shim;                                                                              \
+    (void)stable;                                                                                                      \
+    return aotirt::shim(name, [&] {                                                                                    \
+      return aotirt::sort::run(name, DEVICE_TYPE, self, dim, kSort, descending != 0, ret0, ret1);                      \
+    });                                                                                                                \
+  }
+
 extern "C" {
 
-// `sorted` is ignored: the k values always come back in order, which
-// torch's sorted=False allows.
-AOTITorchError aoti_torch_cpu_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest, int32_t sorted,
-                                   AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cpu_topk";
-  (void)sorted;
-  return aotirt::shim(name, [&] { return aotirt::sort::topk(name, AOTIRT_DEVICE_CPU, self, k, dim, largest, ret0, ret1); });
-}
-
-AOTITorchError aoti_torch_cuda_topk(AtenTensorHandle self, int64_t k, int64_t dim, int32_t largest, int32_t sorted,
-                                    AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cuda_topk";
-  (void)sorted;
-  return aotirt::shim(name, [&] { return aotirt::sort::topk(name, AOTIRT_DEVICE_CUDA, self, k, dim, largest, ret0, ret1); });
-}
-
-// Every sort is stable (sort.h), so `stable` (NULL: not asked) changes nothing.
-AOTITorchError aoti_torch_cpu_sort(AtenTensorHandle self, int64_t dim, int32_t descending, AtenTensorHandle* ret0,
-                                   AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cpu_sort";
-  return aotirt::shim(name, [&] {
-    return aotirt::sort::run(name, AOTIRT_DEVICE_CPU, self, dim, kSort, descending != 0, ret0, ret1);
-  });
-}
-
-AOTITorchError aoti_torch_cpu_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim, int32_t descending,
-                                          AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cpu_sort_stable";
-  (void)stable;
-  return aotirt::shim(name, [&] {
-    return aotirt::sort::run(name, AOTIRT_DEVICE_CPU, self, dim, kSort, descending != 0, ret0, ret1);
-  });
-}
-
-AOTITorchError aoti_torch_cuda_sort(AtenTensorHandle self, int64_t dim, int32_t descending, AtenTensorHandle* ret0,
-                                    AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cuda_sort";
-  return aotirt::shim(name, [&] {
-    return aotirt::sort::run(name, AOTIRT_DEVICE_CUDA, self, dim, kSort, descending != 0, ret0, ret1);
-  });
-}
-
-AOTITorchError aoti_torch_cuda_sort_stable(AtenTensorHandle self, int32_t* stable, int64_t dim, int32_t descending,
-                                           AtenTensorHandle* ret0, AtenTensorHandle* ret1) {
-  const char* name = "aoti_torch_cuda_sort_stable";
-  (void)stable;
-  return aotirt::shim(name, [&] {
-    return aotirt::sort::run(name, AOTIRT_DEVICE_CUDA, self, dim, kSort, descending != 0, ret0, ret1);
-  });
-}
+AOTIRT_SORT_SHIMS(aoti_torch_cpu_topk, aoti_torch_cpu_sort, aoti_torch_cpu_sort_stable, AOTIRT_DEVICE_CPU)
+AOTIRT_SORT_SHIMS(aoti_torch_cuda_topk, aoti_torch_cuda_sort, aoti_torch_cuda_sort_stable, AOTIRT_DEVICE_CUDA)
 
 }  // extern "C"
