@@ -19,7 +19,7 @@ BENCH_COMMAND ?= make bench
 $(DEPS):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint
+	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint safetensors
 	# The headers the cuDNN shims are built with (cuDNN itself is opened at run
 	# time only, when a model first needs it): cudnn.h, cudnn_frontend.h and
 	# the nvrtc.h the frontend includes. The frontend's Python part is not
@@ -105,7 +105,7 @@ TORCH_SPEC ?= torch==2.13.0
 torch-venv: .venv-torch/.installed
 .venv-torch/.installed:
 	$(PYTHON) -m venv .venv-torch
-	.venv-torch/bin/python -m pip install --quiet "$(TORCH_SPEC)" numpy
+	.venv-torch/bin/python -m pip install --quiet "$(TORCH_SPEC)" numpy safetensors
 	touch $@
 
 # The CPU paths of the core and the tests under AddressSanitizer and

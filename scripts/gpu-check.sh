@@ -6,6 +6,7 @@
 #
 #   scripts/gpu-check.sh                # everything
 #   scripts/gpu-check.sh --tests-only   # build, zoo, tests (the pytest log is kept in bench/build/)
+#   scripts/gpu-check.sh --tests-only tests/aoti   # the same for a part of the suite
 #   scripts/gpu-check.sh --bench-only   # build, zoo, benchmarks; the summary line reads the kept pytest log
 #
 # The last two split one run in two, for a runner that limits the time of one
@@ -25,8 +26,13 @@ case "${1:-}" in
   "") ;;
   --tests-only) mode=tests ;;
   --bench-only) mode=bench ;;
-  *) echo "usage: $0 [--tests-only | --bench-only]" >&2; exit 2 ;;
+  *) echo "usage: $0 [--tests-only [TEST_PATH...] | --bench-only]" >&2; exit 2 ;;
 esac
+# --tests-only can take a part of the suite (test files or folders), for a
+# runner whose limit on one command is shorter than the whole suite; the
+# summary line then names the part.
+shift $(( $# > 0 ? 1 : 0 ))
+if [ "$mode" = tests ] && [ $# -gt 0 ]; then test_paths=("$@"); part=" of $*"; else test_paths=(tests); part=""; fi
 LOGS=${OUT:-/tmp/aotirt-gpu-check}
 KEPT=bench/build                 # ignored by git, kept between two commands on one machine
 mkdir -p "$LOGS" "$KEPT"
@@ -40,16 +46,25 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 # need nothing of each other. A model that fails to compile fails its tests
 # (with its log), not this step. AOTIRT_ZOO_BUDGET=S stops compiling after S
 # seconds (what is built stays cached).
+# The tool copies the tree anew for every command: unchanged sources get back
+# the times they first had here, so the build below redoes only what changed.
+"$PY" scripts/stable-mtimes.py
+
 zoo_start=$(date +%s)
 "$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8 ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
   >"$LOGS/zoo-build.log" 2>&1 &
 zoo_pid=$!
+# The constants-by-name tests' models (tests/aoti/build_weights.py), compiled
+# here beside the zoo rather than by the first test that needs them.
+( "$PY" tests/aoti/build_weights.py --device cuda --cache .cache/aoti-weights &&
+  "$PY" tests/aoti/build_weights.py --device cpu --cache .cache/aoti-weights ) >"$LOGS/weights-build.log" 2>&1 &
+weights_pid=$!
 
 start=$(date +%s)
 if ! "$PY" -m pip install --no-build-isolation --no-deps -e . >"$LOGS/build.log" 2>&1; then
   tail -n 60 "$LOGS/build.log"
   echo "gpu-check: FAILED at build"
-  kill "$zoo_pid" 2>/dev/null
+  kill "$zoo_pid" "$weights_pid" 2>/dev/null
   exit 1
 fi
 echo "built in $(( $(date +%s) - start )) s"
@@ -57,12 +72,13 @@ grep -m1 "cuDNN" "$LOGS/build.log" || true
 
 wait "$zoo_pid"
 zoo_build_rc=$?
+wait "$weights_pid" || { echo "tests/aoti/build_weights.py failed:"; tail -n 20 "$LOGS/weights-build.log"; }
 tail -n 3 "$LOGS/zoo-build.log"
 echo "zoo compiled in $(( $(date +%s) - zoo_start )) s (build.py exit status $zoo_build_rc)"
 
 if [ "$mode" != bench ]; then
   AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
-    --junitxml="$KEPT/pytest.xml" tests 2>&1 | tee "$KEPT/pytest.log"
+    --junitxml="$KEPT/pytest.xml" "${test_paths[@]}" 2>&1 | tee "$KEPT/pytest.log"
   echo "${PIPESTATUS[0]}" >"$KEPT/pytest.rc"
   cp "$KEPT/pytest.log" "$KEPT/pytest.xml" "$LOGS/" 2>/dev/null
 fi
@@ -78,7 +94,7 @@ if [ "$mode" = tests ]; then
   zoo=$("$PY" bench/report.py /nonexistent --summary --junit "$KEPT/pytest.xml" | cut -d'|' -f1 | xargs)
   status=PASSED
   [ "$tests_rc" -eq 0 ] || status=FAILED
-  echo "gpu-check (tests only): $status | tests: $tests_line | $zoo"
+  echo "gpu-check (tests only${part}): $status | tests: $tests_line | $zoo"
   [ "$status" = PASSED ]
   exit
 fi

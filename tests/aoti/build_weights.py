@@ -40,17 +40,22 @@ def make_module(seed, width=32):
     import torch
 
     class WeightsNet(torch.nn.Module):
-        """Parameters in submodules (dotted FQNs) and a buffer."""
+        """Parameters in submodules (dotted FQNs) and two buffers: `offset`,
+        added to activations, stays a constant of the library; `shift`,
+        added to fc2's bias, is folded with it into the code by torch (CPU
+        and CUDA alike), so every library has a state_dict entry that is no
+        constant."""
 
         def __init__(self):
             super().__init__()
             self.fc1 = torch.nn.Linear(16, width)
             self.norm = torch.nn.LayerNorm(width)
             self.fc2 = torch.nn.Linear(width, 8)
-            self.register_buffer("offset", torch.randn(8))
+            self.register_buffer("offset", torch.randn(width))
+            self.register_buffer("shift", torch.randn(8))
 
         def forward(self, x):
-            return self.fc2(torch.nn.functional.gelu(self.norm(self.fc1(x)))) + self.offset
+            return self.fc2(torch.nn.functional.gelu(self.norm(self.fc1(x))) + self.offset) + self.shift
 
     torch.manual_seed(seed)
     module = WeightsNet().eval()
