@@ -34,10 +34,18 @@ inline __nv_bfloat16 from_double<__nv_bfloat16>(double v) { return __float2bfloa
 template <>
 inline bool from_double<bool>(double v) { return v != 0.0; }
 
+// Callable from device code too where nvcc compiles the file: CUDA kernels
+// convert elements exactly as the CPU loops do.
+#if defined(__CUDACC__)
+#define AOTIRT_HOST_DEVICE __host__ __device__ __forceinline__
+#else
+#define AOTIRT_HOST_DEVICE inline
+#endif
+
 // One element type to another as torch's static_cast-style conversions do it
 // (integers stay exact; float16 and bfloat16 go through float).
 template <typename To, typename From>
-inline To cast(From v) {
+AOTIRT_HOST_DEVICE To cast(From v) {
   if constexpr (std::is_same_v<From, __half>) {
     return cast<To>(__half2float(v));
   } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {

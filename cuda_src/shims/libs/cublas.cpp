@@ -17,23 +17,17 @@ namespace {
 // Resolves every entry point from `handle`; false (and `why` set) when the
 // file lacks a required one.
 bool resolve(void* handle, Api* api, std::string* why) {
-  struct Entry {
-    const char* name;
-    void** slot;
-  } entries[] = {
-      {"cublasCreate_v2", reinterpret_cast<void**>(&api->create)},
-      {"cublasSetStream_v2", reinterpret_cast<void**>(&api->set_stream)},
-      {"cublasGemmEx", reinterpret_cast<void**>(&api->gemm)},
-      {"cublasGemmStridedBatchedEx", reinterpret_cast<void**>(&api->gemm_strided_batched)},
-      {"cublasGemmBatchedEx", reinterpret_cast<void**>(&api->gemm_batched)},
-  };
-  for (const Entry& e : entries) {
-    *e.slot = dlsym(handle, e.name);
-    if (!*e.slot) {
-      *why = std::string("has no ") + e.name + " (not a cuBLAS library, or one older than 11)";
-      return false;
-    }
-  }
+  const bool all = libs::resolve_all(
+      handle,
+      {
+          {"cublasCreate_v2", reinterpret_cast<void**>(&api->create)},
+          {"cublasSetStream_v2", reinterpret_cast<void**>(&api->set_stream)},
+          {"cublasGemmEx", reinterpret_cast<void**>(&api->gemm)},
+          {"cublasGemmStridedBatchedEx", reinterpret_cast<void**>(&api->gemm_strided_batched)},
+          {"cublasGemmBatchedEx", reinterpret_cast<void**>(&api->gemm_batched)},
+      },
+      "not a cuBLAS library, or one older than 11", why);
+  if (!all) return false;
   api->status_string = reinterpret_cast<const char* (*)(Status)>(dlsym(handle, "cublasGetStatusString"));
   return true;
 }

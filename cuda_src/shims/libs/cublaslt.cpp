@@ -13,29 +13,23 @@ namespace cublaslt {
 namespace {
 
 bool resolve(void* handle, Api* api, std::string* why) {
-  struct Entry {
-    const char* name;
-    void** slot;
-  } entries[] = {
-      {"cublasLtCreate", reinterpret_cast<void**>(&api->create)},
-      {"cublasLtMatmulDescCreate", reinterpret_cast<void**>(&api->desc_create)},
-      {"cublasLtMatmulDescDestroy", reinterpret_cast<void**>(&api->desc_destroy)},
-      {"cublasLtMatmulDescSetAttribute", reinterpret_cast<void**>(&api->desc_set)},
-      {"cublasLtMatrixLayoutCreate", reinterpret_cast<void**>(&api->layout_create)},
-      {"cublasLtMatrixLayoutDestroy", reinterpret_cast<void**>(&api->layout_destroy)},
-      {"cublasLtMatmulPreferenceCreate", reinterpret_cast<void**>(&api->pref_create)},
-      {"cublasLtMatmulPreferenceDestroy", reinterpret_cast<void**>(&api->pref_destroy)},
-      {"cublasLtMatmulPreferenceSetAttribute", reinterpret_cast<void**>(&api->pref_set)},
-      {"cublasLtMatmulAlgoGetHeuristic", reinterpret_cast<void**>(&api->heuristic)},
-      {"cublasLtMatmul", reinterpret_cast<void**>(&api->matmul)},
-  };
-  for (const Entry& e : entries) {
-    *e.slot = dlsym(handle, e.name);
-    if (!*e.slot) {
-      *why = std::string("has no ") + e.name + " (not a cuBLASLt library, or one older than 11)";
-      return false;
-    }
-  }
+  const bool all = libs::resolve_all(
+      handle,
+      {
+          {"cublasLtCreate", reinterpret_cast<void**>(&api->create)},
+          {"cublasLtMatmulDescCreate", reinterpret_cast<void**>(&api->desc_create)},
+          {"cublasLtMatmulDescDestroy", reinterpret_cast<void**>(&api->desc_destroy)},
+          {"cublasLtMatmulDescSetAttribute", reinterpret_cast<void**>(&api->desc_set)},
+          {"cublasLtMatrixLayoutCreate", reinterpret_cast<void**>(&api->layout_create)},
+          {"cublasLtMatrixLayoutDestroy", reinterpret_cast<void**>(&api->layout_destroy)},
+          {"cublasLtMatmulPreferenceCreate", reinterpret_cast<void**>(&api->pref_create)},
+          {"cublasLtMatmulPreferenceDestroy", reinterpret_cast<void**>(&api->pref_destroy)},
+          {"cublasLtMatmulPreferenceSetAttribute", reinterpret_cast<void**>(&api->pref_set)},
+          {"cublasLtMatmulAlgoGetHeuristic", reinterpret_cast<void**>(&api->heuristic)},
+          {"cublasLtMatmul", reinterpret_cast<void**>(&api->matmul)},
+      },
+      "not a cuBLASLt library, or one older than 11", why);
+  if (!all) return false;
   api->status_string = reinterpret_cast<const char* (*)(Status)>(dlsym(handle, "cublasLtGetStatusString"));
   return true;
 }

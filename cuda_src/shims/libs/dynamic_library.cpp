@@ -101,6 +101,17 @@ std::vector<std::string> candidates(const LibrarySpec& spec, bool* from_env) {
   return files;
 }
 
+bool resolve_all(void* handle, std::initializer_list<Symbol> symbols, const char* what, std::string* why) {
+  for (const Symbol& symbol : symbols) {
+    *symbol.slot = dlsym(handle, symbol.name);
+    if (!*symbol.slot) {
+      *why = std::string("has no ") + symbol.name + " (" + what + ")";
+      return false;
+    }
+  }
+  return true;
+}
+
 void* open_first(const LibrarySpec& spec, const Accept& accept, std::string* path, std::string* error) {
   bool from_env = false;
   const std::vector<std::string> files = candidates(spec, &from_env);

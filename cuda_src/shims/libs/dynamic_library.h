@@ -20,6 +20,7 @@
 
 #include <atomic>
 #include <functional>
+#include <initializer_list>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -53,6 +54,17 @@ std::vector<std::string> candidates(const LibrarySpec& spec, bool* from_env);
 // Takes an opened file, or refuses it with the reason ("has no cublasGemmEx
 // (...)"); it may keep what it resolves.
 using Accept = std::function<bool(void* handle, std::string* why)>;
+
+// One entry point a library must have, and where its address goes.
+struct Symbol {
+  const char* name;
+  void** slot;
+};
+
+// Fills every slot from `handle`; false, with `why` naming the first missing
+// entry point ("has no cublasGemmEx (not a cuBLAS library, or one older than
+// 11)"), when the file lacks one. `what` is the parenthesised part.
+bool resolve_all(void* handle, std::initializer_list<Symbol> symbols, const char* what, std::string* why);
 
 // Opens the first candidate that `accept` takes; the handle stays open for
 // the life of the process, and `path` receives the file's name. nullptr when

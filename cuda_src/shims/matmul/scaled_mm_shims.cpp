@@ -135,44 +135,26 @@ AOTITorchError scaled(const char* name, int32_t device_type, AtenTensorHandle ou
 
 }  // namespace
 
-extern "C" AOTITorchError aoti_torch_cpu__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2,
-                                                    AtenTensorHandle scale_a, AtenTensorHandle scale_b,
-                                                    AtenTensorHandle* bias, AtenTensorHandle* scale_result,
-                                                    int32_t* out_dtype, int32_t use_fast_accum,
-                                                    AtenTensorHandle* ret0) {
-  return scaled("aoti_torch_cpu__scaled_mm", AOTIRT_DEVICE_CPU, nullptr, self, mat2, scale_a, scale_b, bias,
-                scale_result, out_dtype, use_fast_accum, ret0);
-}
+// torch's _scaled_mm (a new output) and _scaled_mm.out, per device, each
+// named in full (the name errors carry).
+#define AOTIRT_SCALED_MM_SHIMS(scaled_mm, scaled_mm_out, DEVICE_TYPE)                                                  \
+  AOTITorchError scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2, AtenTensorHandle scale_a,                     \
+                           AtenTensorHandle scale_b, AtenTensorHandle* bias, AtenTensorHandle* scale_result,           \
+                           int32_t* out_dtype, int32_t use_fast_accum, AtenTensorHandle* ret0) {                       \
+    return scaled(#scaled_mm, DEVICE_TYPE, nullptr, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype,       \
+                  use_fast_accum, ret0);                                                                               \
+  }                                                                                                                    \
+  AOTITorchError scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2,                     \
+                               AtenTensorHandle scale_a, AtenTensorHandle scale_b, AtenTensorHandle* bias,             \
+                               AtenTensorHandle* scale_result, int32_t* out_dtype, int32_t use_fast_accum) {           \
+    if (!out) return aotirt::shim(#scaled_mm_out, [] { return aotirt::null_argument(#scaled_mm_out); });               \
+    return scaled(#scaled_mm_out, DEVICE_TYPE, out, self, mat2, scale_a, scale_b, bias, scale_result, out_dtype,       \
+                  use_fast_accum, nullptr);                                                                            \
+  }
 
-extern "C" AOTITorchError aoti_torch_cpu__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                        AtenTensorHandle mat2, AtenTensorHandle scale_a,
-                                                        AtenTensorHandle scale_b, AtenTensorHandle* bias,
-                                                        AtenTensorHandle* scale_result, int32_t* out_dtype,
-                                                        int32_t use_fast_accum) {
-  if (!out) return aotirt::shim("aoti_torch_cpu__scaled_mm_out", [] {
-    return aotirt::null_argument("aoti_torch_cpu__scaled_mm_out");
-  });
-  return scaled("aoti_torch_cpu__scaled_mm_out", AOTIRT_DEVICE_CPU, out, self, mat2, scale_a, scale_b, bias,
-                scale_result, out_dtype, use_fast_accum, nullptr);
-}
+extern "C" {
 
-extern "C" AOTITorchError aoti_torch_cuda__scaled_mm(AtenTensorHandle self, AtenTensorHandle mat2,
-                                                     AtenTensorHandle scale_a, AtenTensorHandle scale_b,
-                                                     AtenTensorHandle* bias, AtenTensorHandle* scale_result,
-                                                     int32_t* out_dtype, int32_t use_fast_accum,
-                                                     AtenTensorHandle* ret0) {
-  return scaled("aoti_torch_cuda__scaled_mm", AOTIRT_DEVICE_CUDA, nullptr, self, mat2, scale_a, scale_b, bias,
-                scale_result, out_dtype, use_fast_accum, ret0);
-}
+AOTIRT_SCALED_MM_SHIMS(aoti_torch_cpu__scaled_mm, aoti_torch_cpu__scaled_mm_out, AOTIRT_DEVICE_CPU)
+AOTIRT_SCALED_MM_SHIMS(aoti_torch_cuda__scaled_mm, aoti_torch_cuda__scaled_mm_out, AOTIRT_DEVICE_CUDA)
 
-extern "C" AOTITorchError aoti_torch_cuda__scaled_mm_out(AtenTensorHandle out, AtenTensorHandle self,
-                                                         AtenTensorHandle mat2, AtenTensorHandle scale_a,
-                                                         AtenTensorHandle scale_b, AtenTensorHandle* bias,
-                                                         AtenTensorHandle* scale_result, int32_t* out_dtype,
-                                                         int32_t use_fast_accum) {
-  if (!out) return aotirt::shim("aoti_torch_cuda__scaled_mm_out", [] {
-    return aotirt::null_argument("aoti_torch_cuda__scaled_mm_out");
-  });
-  return scaled("aoti_torch_cuda__scaled_mm_out", AOTIRT_DEVICE_CUDA, out, self, mat2, scale_a, scale_b, bias,
-                scale_result, out_dtype, use_fast_accum, nullptr);
-}
+}  // extern "C"

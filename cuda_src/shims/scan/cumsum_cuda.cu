@@ -55,26 +55,6 @@ using Accumulator = std::conditional_t<
                            std::is_same_v<Out, __nv_bfloat16>,
                        float, int64_t>>;
 
-// One element type to another on the device, as host::cast does on the host
-// (floating to integer truncates toward zero; float16 and bfloat16 go
-// through float).
-template <typename To, typename From>
-__device__ __forceinline__ To convert(From v) {
-  if constexpr (std::is_same_v<From, __half>) {
-    return convert<To>(__half2float(v));
-  } else if constexpr (std::is_same_v<From, __nv_bfloat16>) {
-    return convert<To>(__bfloat162float(v));
-  } else if constexpr (std::is_same_v<To, __half>) {
-    return __float2half_rn(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, __nv_bfloat16>) {
-    return __float2bfloat16_rn(static_cast<float>(v));
-  } else if constexpr (std::is_same_v<To, bool>) {
-    return v != From{};
-  } else {
-    return static_cast<To>(v);
-  }
-}
-
 struct LineOf {
   FastDivmod n;
   __device__ uint32_t operator()(uint32_t i) const { return n.div(i); }
@@ -88,7 +68,7 @@ struct ValueOf {
   __device__ Accumulator<Out> operator()(uint32_t i) const {
     const uint32_t line = n.div(i);
     const In v = x[in.start(line) + static_cast<int64_t>(i - line * n.divisor) * in.step];
-    return convert<Accumulator<Out>>(convert<Out>(v));
+    return host::cast<Accumulator<Out>>(host::cast<Out>(v));
   }
 };
 
@@ -97,7 +77,7 @@ __global__ void write_out(const Accumulator<Out>* sums, FastDivmod n, uint32_t t
   const uint32_t stride = gridDim.x * blockDim.x;  // i + stride < 2^31 + 2^24: no overflow
   for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < total; i += stride) {
     const uint32_t line = n.div(i);
-    y[out.start(line) + static_cast<int64_t>(i - line * n.divisor) * out.step] = convert<Out>(sums[i]);
+    y[out.start(line) + static_cast<int64_t>(i - line * n.divisor) * out.step] = host::cast<Out>(sums[i]);
   }
 }
 
