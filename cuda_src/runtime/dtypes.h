@@ -19,7 +19,15 @@ struct DtypeInfo {
   uint8_t dlpack_code;  // DLDataTypeCode of the same elements (bits: itemsize * 8)
 };
 
-// In increasing order of code.
+// DLPack 1.1's codes of the float8 formats (the vendored dlpack.h is 1.0,
+// which has none): a consumer of 1.0 refuses them instead of misreading the
+// bytes as integers.
+inline constexpr uint8_t kDLFloat8E4m3fnCode = 10;
+inline constexpr uint8_t kDLFloat8E5m2Code = 12;
+
+// In increasing order of code. The float8 formats are storage and GEMM
+// operands (_scaled_mm): tensors of them are made, copied byte for byte and
+// viewed, while elementwise shims refuse them by dtype.
 inline constexpr DtypeInfo kDtypes[] = {
     {AOTIRT_DTYPE_UINT8, "uint8", 1, AOTIRT_DTYPE_KIND_UNSIGNED, kDLUInt},
     {AOTIRT_DTYPE_INT8, "int8", 1, AOTIRT_DTYPE_KIND_SIGNED, kDLInt},
@@ -31,6 +39,8 @@ inline constexpr DtypeInfo kDtypes[] = {
     {AOTIRT_DTYPE_FLOAT64, "float64", 8, AOTIRT_DTYPE_KIND_FLOATING, kDLFloat},
     {AOTIRT_DTYPE_BOOL, "bool", 1, AOTIRT_DTYPE_KIND_BOOL, kDLBool},
     {AOTIRT_DTYPE_BFLOAT16, "bfloat16", 2, AOTIRT_DTYPE_KIND_FLOATING, kDLBfloat},
+    {AOTIRT_DTYPE_FLOAT8_E5M2, "float8_e5m2", 1, AOTIRT_DTYPE_KIND_FLOATING, kDLFloat8E5m2Code},
+    {AOTIRT_DTYPE_FLOAT8_E4M3FN, "float8_e4m3fn", 1, AOTIRT_DTYPE_KIND_FLOATING, kDLFloat8E4m3fnCode},
 };
 inline constexpr size_t kNumDtypes = sizeof(kDtypes) / sizeof(kDtypes[0]);
 

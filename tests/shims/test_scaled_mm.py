@@ -147,8 +147,8 @@ def test_cpu_out_variant_and_default_dtype_refusal():
     a_bits, a, b_bits, b = problem(3, 16, 16, "float8_e4m3fn", "float8_e4m3fn", rng)
     ah, bh = fp8_handle(a_bits, "float8_e4m3fn", "cpu"), fp8_handle(b_bits, "float8_e4m3fn", "cpu", True)
     out, _ = dense(np.zeros((3, 16), np.float32))
-    status = MM_OUT["cpu"](out.ptr, ah.ptr, bh.ptr, scalar(2.0, "cpu").ptr, scalar(0.25, "cpu").ptr, None, None,
-                           None, 0)
+    sa, sb = scalar(2.0, "cpu"), scalar(0.25, "cpu")   # held: a handle freed before the call would dangle
+    status = MM_OUT["cpu"](out.ptr, ah.ptr, bh.ptr, sa.ptr, sb.ptr, None, None, None, 0)
     assert status == 0, last_error()
     np.testing.assert_array_equal(read(out), rounded(a @ b * 0.5, "float32"))
     status, _ = call("cpu", ah, bh, scalar(1, "cpu"), scalar(1, "cpu"))   # float8 result: not on the CPU
@@ -165,7 +165,7 @@ def test_bad_arguments_are_refused():
     one = scalar(1.0, "cpu")
     cases = [
         (dict(a=ah, b=b_row), "column-major"),
-        (dict(a=fp8_handle(np.ascontiguousarray(a_bits.T), "float8_e4m3fn", "cpu", True), b=bh), "row-major"),
+        (dict(a=fp8_handle(a_bits, "float8_e4m3fn", "cpu", column_major=True), b=bh), "row-major"),
         (dict(sa=dense(np.ones(4, np.float32))[0]), "one-element float32"),
         (dict(bias=dense(np.ones(32), "cpu", "float16")[0]), "bias"),
         (dict(bias=dense(np.ones(31), "cpu", "bfloat16")[0]), "vector of n = 32"),
@@ -240,7 +240,8 @@ def test_cuda_out_variant():
     a_bits, a, b_bits, b = problem(16, 32, 32, "float8_e4m3fn", "float8_e4m3fn", rng)
     ah, bh = fp8_handle(a_bits, "float8_e4m3fn", DEV), fp8_handle(b_bits, "float8_e4m3fn", DEV, True)
     out, _ = dense(np.zeros((16, 32), np.float32), DEV)
-    status = MM_OUT["cuda"](out.ptr, ah.ptr, bh.ptr, scalar(1.0, DEV).ptr, scalar(1.0, DEV).ptr, None, None, None, 0)
+    sa, sb = scalar(1.0, DEV), scalar(1.0, DEV)        # held: a handle freed before the call would dangle
+    status = MM_OUT["cuda"](out.ptr, ah.ptr, bh.ptr, sa.ptr, sb.ptr, None, None, None, 0)
     assert status == 0, last_error()
     np.testing.assert_allclose(read(out), a @ b, rtol=1e-6)
 
