@@ -67,7 +67,7 @@ RESULTS := bench/build/results.jsonl
 
 # The C harness links the libaotirt.so that the build put in the package
 # (targets without `build` in front work with whatever Python built it).
-$(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_kernel.cu cuda_src/models/add_mul.h include/aotirt/aotirt.h $(PKG)/libaotirt.so
+$(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_kernel.cu cuda_src/models/add_mul.h include/aotirt/aotirt.h include/aotirt/graphs.h $(PKG)/libaotirt.so
 	mkdir -p bench/build
 	$(NVCC) -std=c++17 -O2 -Iinclude -gencode arch=compute_90,code=sm_90 -gencode arch=compute_80,code=sm_80 \
 		bench/harness.cu cuda_src/models/add_mul_kernel.cu -o $@ \

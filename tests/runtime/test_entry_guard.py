@@ -1,5 +1,5 @@
 """The entry guard of the C API, checked in the source: every function of
-include/aotirt/aotirt.h opens with AOTIRT_ENTRY() (cuda_src/runtime/entry.h),
+include/aotirt/aotirt.h (and graphs.h, which it includes) opens with AOTIRT_ENTRY() (cuda_src/runtime/entry.h),
 which runs the borrowed-memory poll, but for the last-error getters and the
 constant tables; and no code polls by hand."""
 
@@ -15,8 +15,11 @@ EXEMPT = re.compile(r"^aotirt_(last_error_\w+|dtype_\w+|shim_\w+)$")
 
 
 def declared():
-    header = open(os.path.join(REPO, "include", "aotirt", "aotirt.h")).read()
-    return re.findall(r"^AOTIRT_API [^;]*?\b(aotirt_\w+)\(", header, re.MULTILINE)
+    names = []
+    for header in ("aotirt.h", "graphs.h"):   # the C API: aotirt.h and the graphs part it includes
+        text = open(os.path.join(REPO, "include", "aotirt", header)).read()
+        names += re.findall(r"^AOTIRT_API [^;]*?\b(aotirt_\w+)\(", text, re.MULTILINE)
+    return names
 
 
 def sources():
