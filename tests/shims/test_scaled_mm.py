@@ -79,7 +79,8 @@ def fp8_handle(bits, name, device, column_major=False):
     if device == "cpu":
         status = _from_blob(stored.ctypes.data, 1, size, (ctypes.c_int64 * 1)(1), 0, code, 0, 0, ctypes.byref(base))
     else:
-        status = _upload(stored.ctypes.data, 1, size, code, int(device.split(":")[1]), None, ctypes.byref(base))
+        index = int(device.partition(":")[2] or 0)   # "cuda" is device 0
+        status = _upload(stored.ctypes.data, 1, size, code, index, None, ctypes.byref(base))
     assert status == 0, last_error()
     base = Handle(base.value, keep=stored)
     strides = (1, rows) if column_major else (cols, 1)
@@ -115,6 +116,25 @@ def expected(a, b, sa, sb, bias, out_dtype):
     return rounded(want, out_dtype)
 
 
+# Hopper's float8 tensor cores keep about 14 bits of the running sum (with
+# fast accumulation off, cuBLASLt adds it into float32 every few blocks of
+# k): seen on the H200, the float32 result is off the exact product by up
+# to 2^-13 of the sum of the products' magnitudes. The GPU tests allow
+# 2^-10 of that sum, plus one unit in the last place of the output dtype
+# (the result and the reference are each rounded once).
+ACCUMULATION = 2.0 ** -10
+ONE_UNIT = {"float32": 2.0 ** -23, "bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}
+
+
+def assert_within_accumulation(got, want, magnitudes, out_dtype, accumulation=ACCUMULATION):
+    """|got - want| within one unit of want plus the accumulation bound
+    (magnitudes: |a| @ |b| scaled like the product)."""
+    bound = ONE_UNIT[out_dtype] * np.abs(want) + accumulation * magnitudes
+    excess = np.abs(got.astype(np.float64) - want) - bound
+    assert excess.max() <= 0, (f"{int((excess > 0).sum())} of {excess.size} elements off by more than the bound; "
+                               f"worst at {np.unravel_index(excess.argmax(), excess.shape)}")
+
+
 def run_case(device, m, n, k, a_name, b_name, out_dtype, bias_dtype=None, fast=0, seed=0):
     rng = np.random.default_rng(seed)
     a_bits, a, b_bits, b = problem(m, n, k, a_name, b_name, rng)
@@ -127,7 +147,7 @@ def run_case(device, m, n, k, a_name, b_name, out_dtype, bias_dtype=None, fast=0
     status, out = call(device, ah, bh, scalar(sa, device), scalar(sb, device), bias_h, None, out_dtype, fast)
     assert status == 0, last_error()
     assert layout(out)[:3] == ((m, n), (n, 1), out_dtype or a_name)
-    return read(out), expected(a, b, sa, sb, bias, out_dtype or a_name), (a @ b) * sa * sb
+    return read(out), expected(a, b, sa, sb, bias, out_dtype or a_name), (np.abs(a) @ np.abs(b)) * sa * sb
 
 
 @needs_float8
@@ -193,20 +213,18 @@ def test_bad_arguments_are_refused():
                                             ("float16", "float16")])
 @pytest.mark.parametrize("names", [("float8_e4m3fn", "float8_e4m3fn"), ("float8_e4m3fn", "float8_e5m2")])
 def test_cuda_matches_numpy(out_dtype, bias, names):
-    got, want, exact = run_case("cuda", 64, 48, 96, *names, out_dtype, bias, seed=3)
-    # cuBLASLt sums in float32 (the products of float8 values are exact);
-    # the result is rounded once to the output dtype, within one unit.
-    tol = {"float32": 1e-6, "bfloat16": 8e-3, "float16": 1e-3}[out_dtype]
-    np.testing.assert_allclose(got, want, rtol=tol, atol=tol * np.abs(exact).max())
+    got, want, magnitudes = run_case("cuda", 64, 48, 96, *names, out_dtype, bias, seed=3)
+    assert_within_accumulation(got, want, magnitudes, out_dtype)
 
 
 @needs_float8
 @pytest.mark.gpu
 @pytest.mark.parametrize("fast", [0, 1])
 def test_cuda_larger_and_fast_accum(fast):
-    got, want, exact = run_case("cuda", 128, 256, 512, "float8_e4m3fn", "float8_e4m3fn", "bfloat16",
-                                "bfloat16", fast, seed=4)
-    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * np.abs(exact).max())
+    got, want, magnitudes = run_case("cuda", 128, 256, 512, "float8_e4m3fn", "float8_e4m3fn", "bfloat16",
+                                     "bfloat16", fast, seed=4)
+    # Fast accumulation never adds into float32 on the way: 16x the bound.
+    assert_within_accumulation(got, want, magnitudes, "bfloat16", ACCUMULATION * (16 if fast else 1))
 
 
 @needs_float8
@@ -243,7 +261,7 @@ def test_cuda_out_variant():
     sa, sb = scalar(1.0, DEV), scalar(1.0, DEV)        # held: a handle freed before the call would dangle
     status = MM_OUT["cuda"](out.ptr, ah.ptr, bh.ptr, sa.ptr, sb.ptr, None, None, None, 0)
     assert status == 0, last_error()
-    np.testing.assert_allclose(read(out), a @ b, rtol=1e-6)
+    assert_within_accumulation(read(out), a @ b, np.abs(a) @ np.abs(b), "float32")
 
 
 

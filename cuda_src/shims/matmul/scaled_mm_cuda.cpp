@@ -188,8 +188,12 @@ aotirt_status run_cuda(const Call& call) {
   if (chosen.workspace_size)
     AOTIRT_TRY(allocate_storage(chosen.workspace_size, AOTIRT_DEVICE_CUDA, device, stream, &workspace));
   const float one = 1.0f, zero = 0.0f;
+  // C is never read (beta = 0), but cuBLASLt refuses a null C, and C == D
+  // when their descriptors differ (a float8 D has a 16-bit C): status 7 on
+  // the H200. mat1 is an address it accepts for C, as torch passes it.
+  const void* c_ptr = c_dtype == call.out_dtype ? out.data() : a.data();
   return cublaslt::check(*lt, who, "cublasLtMatmul",
-                         lt->matmul(handle, d.desc, &one, b.data(), d.a, a.data(), d.b, &zero, out.data(), d.c,
+                         lt->matmul(handle, d.desc, &one, b.data(), d.a, a.data(), d.b, &zero, c_ptr, d.c,
                                     out.data(), d.d, &chosen.algo, workspace ? workspace->data : nullptr,
                                     chosen.workspace_size, stream->handle));
 }
