@@ -241,16 +241,20 @@ class AotirtWorker:
                 slot.value = None
         return call, case["op"]
 
+    def build(self, request):
+        """(the timed call, the shim's name) for the request's case; a
+        subclass adds ops (bench/fallback_ops.py)."""
+        case = request["case"]
+        if case["op"] == "sdpa":
+            return self.setup_sdpa(case, request["shim"])
+        if case["op"] in ("topk", "sort"):
+            return self.setup_sort(case)
+        return self.setup_conv(case)
+
     def setup(self, request):
         self.keep, self.call = [], None
         self.timer.reset()
-        case = request["case"]
-        if case["op"] == "sdpa":
-            call, shim = self.setup_sdpa(case, request["shim"])
-        elif case["op"] in ("topk", "sort"):
-            call, shim = self.setup_sort(case)
-        else:
-            call, shim = self.setup_conv(case)
+        call, shim = self.build(request)
         for _ in range(3):                          # plans are built here, not in the timed calls
             call()
         self.wait()
@@ -318,11 +322,10 @@ class TorchWorker:
         t = torch.randn(shape, generator=g, device="cuda", dtype=torch.float32).to(getattr(torch, dtype))
         return t.contiguous(memory_format=torch.channels_last) if channels_last and len(shape) == 4 else t
 
-    def setup(self, request):
-        torch, case = self.torch, request["case"]
+    def build(self, case):
+        """(the timed call, torch's backend) for the case; a subclass adds ops."""
+        torch = self.torch
         F = torch.nn.functional
-        self.timer.reset()
-        answer = {"note": self.note}
         if case["op"] == "sdpa":
             B, H, Hk, L, E = case["batch"], case["heads"], case["kv_heads"], case["seq"], case["head_dim"]
             q = self.tensor([B, H, L, E], case["dtype"], seed=1)
@@ -333,7 +336,7 @@ class TorchWorker:
                 choice = torch._fused_sdp_choice(q, k, v, None, 0.0, causal, enable_gqa=gqa)
             except TypeError:
                 choice = torch._fused_sdp_choice(q, k, v, None, 0.0, causal)
-            answer["backend"] = BACKENDS.get(int(choice), str(choice))
+            backend = BACKENDS.get(int(choice), str(choice))
             kwargs = {"is_causal": causal, "enable_gqa": True} if gqa else {"is_causal": causal}
             call = lambda: F.scaled_dot_product_attention(q, k, v, **kwargs)  # noqa: E731
         elif case["op"] in ("topk", "sort"):
@@ -343,7 +346,7 @@ class TorchWorker:
                 call = lambda: torch.topk(x, case["k"], dim, descending)  # noqa: E731
             else:
                 call = lambda: torch.sort(x, dim=dim, descending=descending)  # noqa: E731
-            answer["backend"] = "native"
+            backend = "native"
         else:
             cl = case.get("layout") == "channels_last"
             x = self.tensor(case["input"], case["dtype"], cl, 1)
@@ -351,8 +354,15 @@ class TorchWorker:
             b = self.tensor([case["weight"][0]], case["dtype"], seed=3) if case.get("bias") else None
             conv = F.conv2d if case["op"] == "conv2d" else F.conv1d
             call = lambda: conv(x, w, b, case["stride"], case["padding"], case["dilation"], case["groups"])  # noqa
-            answer["backend"] = "cudnn" if torch.backends.cudnn.is_available() else "native"
+            backend = "cudnn" if torch.backends.cudnn.is_available() else "native"
+        return call, backend
+
+    def setup(self, request):
+        torch = self.torch
+        self.timer.reset()
+        answer = {"note": self.note}
         with torch.inference_mode():
+            call, answer["backend"] = self.build(request["case"])
             for _ in range(3):
                 call()
             self.wait()
@@ -372,8 +382,9 @@ class TorchWorker:
         return {}
 
 
-def worker_main(kind):
-    worker = AotirtWorker() if kind == "aotirt" else TorchWorker()
+def worker_main(kind, aotirt_worker=None, torch_worker=None):
+    """Serves one side's requests; bench/fallback_ops.py passes its subclasses."""
+    worker = (aotirt_worker or AotirtWorker)() if kind == "aotirt" else (torch_worker or TorchWorker)()
     handlers = {name: getattr(worker, name) for name in ("setup", "rep", "teardown", "conv_shapes")
                 if hasattr(worker, name)}
     serve(dict(handlers, ping=lambda request: {}))
@@ -391,8 +402,9 @@ def aotirt_shim(case, torch_backend):
 def time_case(case, workers, reps):
     """One row: both sides set up, then `reps` rounds, one repetition each in turn."""
     aotirt_w, torch_w = workers
-    row = {"case": "op", "op": case["op"], "model": case.get("model", "attention"), "shape": describe(case),
-           "dtype": case["dtype"], "layout": case.get("layout", "contiguous"), "target": target_of(case),
+    row = {"case": "op", "op": case["op"], "model": case.get("model", "attention"),
+           "shape": case.get("shape") or describe(case), "dtype": case["dtype"],
+           "layout": case.get("layout", "contiguous"), "target": case.get("target") or target_of(case),
            "aotirt_us": None, "torch_us": None, "ratio": None, "note": ""}
     notes = []
     try:
@@ -401,8 +413,8 @@ def time_case(case, workers, reps):
     except WorkerError as error:
         theirs = None
         notes.append(f"torch: {error}")
-    shim = aotirt_shim(case, row.get("torch_backend")) if case["op"] == "sdpa" else \
-        case["op"] if case["op"] in ("topk", "sort") else "convolution"
+    shim = case.get("shim") or (aotirt_shim(case, row.get("torch_backend")) if case["op"] == "sdpa" else
+                                case["op"] if case["op"] in ("topk", "sort") else "convolution")
     if case["op"] == "sdpa" and row.get("torch_backend") not in (None, "flash", "efficient", "cudnn"):
         notes.append(f"torch has no fused kernel for this shape ({row['torch_backend']})")
     row["aotirt_shim"] = shim
