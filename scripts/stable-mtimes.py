@@ -19,7 +19,9 @@ import os
 import sys
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOURCES = ("cuda_src", "include", "pyx", "bench", "setup.py", "pyproject.toml")
+# .deps: headers a runner without network gets carried over with the tree
+# (scripts/gpu-check.sh), copied anew each time like the sources.
+SOURCES = ("cuda_src", "include", "pyx", "bench", ".deps", "setup.py", "pyproject.toml")
 MANIFEST = os.path.join(ROOT, "build", "source-times.json")
 
 
