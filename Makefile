@@ -81,15 +81,22 @@ $(HARNESS): bench/harness.cu bench/bench_support.hpp cuda_src/models/add_mul_ker
 bench: build
 	$(MAKE) run-bench PY=$(PY)
 
+#
+# BENCH_PARTS runs some of them, for a runner that limits how long one
+# command may run: the rows go on into the results of the parts run before
+# when KEEP_RESULTS=1, and the report is written from all the rows each time.
+BENCH_PARTS_ALL := harness bench kernel_times ops fallback_ops zoo decode multigpu
+BENCH_PARTS ?= $(BENCH_PARTS_ALL)
 run-bench: $(HARNESS)
-	$(HARNESS) --models $(PKG)/models --cases pipeline,copy | tee $(RESULTS)
-	$(PY) bench/bench.py --harness $(HARNESS) --out $(RESULTS)
-	$(PY) bench/kernel_times.py --out $(RESULTS)
-	$(PY) bench/ops.py --out $(RESULTS)
-	$(PY) bench/fallback_ops.py --out $(RESULTS)
-	$(PY) bench/zoo.py --out $(RESULTS)
-	$(PY) bench/decode.py --out $(RESULTS)
-	$(PY) bench/multigpu.py --out $(RESULTS)
+	$(if $(KEEP_RESULTS),,rm -f $(RESULTS))
+	set -e; for part in $(BENCH_PARTS); do \
+	  case $$part in \
+	    harness) $(HARNESS) --models $(PKG)/models --cases pipeline,copy | tee -a $(RESULTS) ;; \
+	    bench) $(PY) bench/bench.py --harness $(HARNESS) --out $(RESULTS) ;; \
+	    kernel_times|ops|fallback_ops|zoo|decode|multigpu) $(PY) bench/$$part.py --out $(RESULTS) ;; \
+	    *) echo "run-bench: no part '$$part' (the parts: $(BENCH_PARTS_ALL))" >&2; exit 2 ;; \
+	  esac; \
+	done
 	$(PY) bench/report.py $(RESULTS) --command "$(BENCH_COMMAND)" > BENCHMARKS.md
 
 # A short pass on the CPU models: runs anywhere, CI included.
