@@ -26,6 +26,9 @@ $(DEPS):
 	# used, so none of its dependencies are installed.
 	$(PY) -m pip install --quiet nvidia-cudnn-cu13 nvidia-cuda-nvrtc
 	$(PY) -m pip install --quiet --no-deps nvidia-cudnn-frontend
+	# CUTLASS's headers and its fused attention kernel (float32 attention),
+	# and the curand_kernel.h that kernel includes.
+	$(PY) -m pip install --quiet --no-deps nvidia-cutlass nvidia-curand
 	touch $@
 
 # `pip install -e .` registers the package in the venv, once; after that a

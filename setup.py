@@ -15,6 +15,15 @@ Environment:
                      AOTIRT_NVRTC_INCLUDE the folder of nvrtc.h, which
                      cudnn-frontend includes (else the toolkit's, then the
                      nvidia-cuda-nvrtc wheel's)
+  AOTIRT_CUTLASS_INCLUDE, AOTIRT_CUTLASS_FMHA
+                     the folders of cutlass/cutlass.h and of CUTLASS's fused
+                     attention kernel (examples/41_fused_multi_head_attention,
+                     kernel_forward.h); else those the nvidia-cutlass wheel
+                     ships (cutlass_library/source/...); AOTIRT_CURAND_INCLUDE
+                     the folder of curand_kernel.h, which that kernel includes
+                     (else the toolkit's, then the nvidia-curand wheel's). With
+                     all three, float32 attention runs on that kernel
+                     (AOTIRT_HAVE_CUTLASS_FMHA=1)
 
 Incremental: each object is rebuilt only when it is missing, when its source
 or a header it includes (the compiler's dependency file) is newer, or when its
@@ -145,6 +154,41 @@ def find_cudnn(cuda_home):
     print(f"aotirt: building with cuDNN (headers: {', '.join(dirs)})", flush=True)
     flags = [f for d in dirs for f in ("-isystem", d)]
     return flags, ["AOTIRT_HAVE_CUDNN=1", "NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING", "CUDNN_FRONTEND_SKIP_JSON_LIB"]
+
+
+# The one core source that includes CUTLASS (its fused attention kernel).
+FMHA_SOURCE = os.path.join(SRC, "shims", "attention", "sdpa_fmha.cu")
+
+
+def find_cutlass_fmha(cuda_home):
+    """(include flags, defines) for sdpa_fmha.cu: CUTLASS's headers and its
+    fused attention kernel (the kernel torch's efficient attention is built
+    from), or ([], []) with a line saying why float32 attention stays on
+    cuBLAS. The kernel includes curand_kernel.h (for its dropout, compiled
+    out here): the toolkit's, else the one the nvidia-curand wheels ship,
+    searched after the toolkit's own headers (those wheels' folder holds
+    other CUDA headers too, which must not shadow the toolkit's)."""
+    source = os.path.join("cutlass_library", "source")
+    include = _find_header(os.path.join("cutlass", "cutlass.h"),
+                           _header_dirs("AOTIRT_CUTLASS_INCLUDE", os.path.join(source, "include")))
+    fmha = _find_header("kernel_forward.h", _header_dirs(
+        "AOTIRT_CUTLASS_FMHA", os.path.join(source, "examples", "41_fused_multi_head_attention")))
+    toolkit = os.path.join(cuda_home, "include")
+    curand = _find_header("curand_kernel.h", [toolkit] +
+                          _header_dirs("AOTIRT_CURAND_INCLUDE", os.path.join("nvidia", "cu13", "include")) +
+                          _header_dirs("AOTIRT_CURAND_INCLUDE", os.path.join("nvidia", "curand", "include")))
+    missing = [name for name, found in (("cutlass/cutlass.h", include), ("kernel_forward.h", fmha),
+                                        ("curand_kernel.h", curand)) if not found]
+    if missing:
+        print(f"aotirt: building without CUTLASS's fused attention: {' and '.join(missing)} not found "
+              "(pip install nvidia-cutlass, and nvidia-curand for curand_kernel.h; or set AOTIRT_CUTLASS_INCLUDE, "
+              "AOTIRT_CUTLASS_FMHA, AOTIRT_CURAND_INCLUDE); float32 attention runs on cuBLAS", flush=True)
+        return [], []
+    print(f"aotirt: float32 attention on CUTLASS's fused kernel (headers: {include}, {fmha})", flush=True)
+    flags = ["-isystem", include, "-isystem", fmha]
+    if curand != toolkit:
+        flags += ["-Xcompiler", f"-idirafter,{curand}"]
+    return flags, ["AOTIRT_HAVE_CUTLASS_FMHA=1"]
 
 
 def gencode_flags():
@@ -337,10 +381,13 @@ class BuildAotirt(build_ext):
         include = [SRC]
         cudnn_flags, cudnn_defines = find_cudnn(self.cuda_home)
         defines += cudnn_defines
+        fmha_flags, fmha_defines = find_cutlass_fmha(self.cuda_home)
         objects = []
         for source in sources:
             obj = os.path.join(self.objects, "core", _relative(source) + ".o")
-            cmd = self.nvcc_compile(source, obj, defines, include, cudnn_flags)
+            fmha = source == FMHA_SOURCE
+            cmd = self.nvcc_compile(source, obj, defines + (fmha_defines if fmha else []), include,
+                                    cudnn_flags + (fmha_flags if fmha else []))
             objects.append(builder.compile(f"nvcc {_relative(source)}", cmd, obj, source))
         # Only the C API and the shims are exported. The C++ template
         # instances the core makes (cudnn-frontend's among them) stay inside:

@@ -61,6 +61,10 @@ AOTIRT_API int aotirt_device_count(void);
 // AOTIRT_ERROR_CUDA (count 0) whose message says why CUDA sees no device
 // ("no NVIDIA driver found: libcuda.so.1 cannot be loaded", cudaErrorNoDevice...).
 AOTIRT_API aotirt_status aotirt_cuda_device_count(int* count);
+// 1 when this build has CUTLASS's fused attention kernel, which float32
+// attention runs on (sm_80 and newer, unless AOTIRT_ATTENTION_FUSED=0); 0
+// when it was built without the CUTLASS headers (float32 attention on cuBLAS).
+AOTIRT_API int aotirt_has_fused_attention(void);
 
 // ---- dtypes ----------------------------------------------------------------
 // c10's ScalarType codes, torch's numbering: the int32_t dtype of every

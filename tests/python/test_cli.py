@@ -15,6 +15,7 @@ def test_info():
     proc = cli("info")
     assert proc.returncode == 0, proc.stderr
     assert "aotirt " in proc.stdout and "CUDA devices:" in proc.stdout and "add_mul" in proc.stdout
+    assert "float32 attention on CUDA: " in proc.stdout
 
 
 def test_info_says_why_it_sees_no_device():

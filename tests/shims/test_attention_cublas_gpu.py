@@ -8,8 +8,12 @@ so that the summary shows any shape that misses the goal.
 
 Layouts are those Inductor hands the shims: contiguous [B, H, L, E], and
 [B, L, H, E] projections permuted to [B, H, L, E] ("blhe"). The shims pick
-the cuBLAS path for every float32 problem whose matrices have a unit stride;
-AOTIRT_LOG=debug names the path once per shape (checked in a subprocess).
+the cuBLAS path for every float32 problem whose matrices have a unit stride
+that CUTLASS's fused kernel does not take (test_attention_fmha_gpu.py says
+which it takes: the tests here that run in this process check either path's
+numbers; those that check cuBLAS's own chunks and log run in a subprocess
+with AOTIRT_ATTENTION_FUSED=0). AOTIRT_LOG=debug names the path once per
+shape (checked in a subprocess).
 """
 
 import itertools
@@ -309,7 +313,8 @@ def test_chunk_boundaries_with_a_small_workspace_bound():
     """AOTIRT_ATTENTION_WORKSPACE_MIB=1 (read once, so in a fresh process):
     many chunks, partial last ones, causal offsets and the log-sum-exp's
     padding across them. AOTIRT_LOG=debug says how each shape was split."""
-    proc = python(CHUNKED.format(paths=IMPORT_PATHS), AOTIRT_ATTENTION_WORKSPACE_MIB="1", AOTIRT_LOG="debug")
+    proc = python(CHUNKED.format(paths=IMPORT_PATHS), AOTIRT_ATTENTION_WORKSPACE_MIB="1", AOTIRT_LOG="debug",
+                  AOTIRT_ATTENTION_FUSED="0")
     assert proc.returncode == 0 and "CHUNKS OK" in proc.stdout, proc.stdout + proc.stderr
     chunks = [int(n) for n in re.findall(r"cuBLAS, .* (\d+) chunks of", proc.stderr)]
     assert chunks == [10, 15, 2, 5], proc.stderr
@@ -335,7 +340,7 @@ t.efficient(q, k, v).ok()
 
 
 def test_debug_log_names_the_path_once_per_shape():
-    proc = python(LOGGED.format(paths=IMPORT_PATHS), AOTIRT_LOG="debug")
+    proc = python(LOGGED.format(paths=IMPORT_PATHS), AOTIRT_LOG="debug", AOTIRT_ATTENTION_FUSED="0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     lines = [line for line in proc.stderr.splitlines() if line.startswith("aotirt debug: attention")]
     assert len(lines) == 3, proc.stderr

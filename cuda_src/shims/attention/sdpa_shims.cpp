@@ -22,6 +22,7 @@
 #include "runtime/tensor.h"
 #include "shims/attention/sdpa.h"
 #include "shims/attention/sdpa_cublas.h"
+#include "shims/attention/sdpa_fmha.h"
 #include "shims/attention/sdpa_cudnn.h"
 #include "shims/empty_like.h"
 #include "shims/shim_helpers.h"
@@ -198,9 +199,14 @@ aotirt_status compute(Problem& p, const Tensor* const* inputs, int n_inputs, con
     if (inputs[i]) AOTIRT_TRY(use_on(*inputs[i], stream.get()));
   // The CUDA paths, each taking what it can (pure checks, no hot-path
   // logging): float16/bfloat16 on cuDNN's fused attention (sdpa_cudnn.h),
-  // float32 on cuBLAS GEMMs around a softmax kernel (sdpa_cublas.h), then the
-  // straightforward kernel (sdpa_kernel.cu) for everything else.
+  // float32 on CUTLASS's fused kernel (sdpa_fmha.h), else on cuBLAS GEMMs
+  // around a softmax kernel (sdpa_cublas.h), then the straightforward kernel
+  // (sdpa_kernel.cu) for everything else.
   if (attention::cudnn_takes(p)) return attention::run_cudnn(p, stream.get());
+  if (attention::fmha_takes(p, out.storage->device_index)) {
+    attention::log_path(p, "CUTLASS's fused attention kernel (sdpa_fmha.cu)");
+    return attention::run_fmha(p, stream.get());
+  }
   if (attention::cublas_takes(p)) return attention::run_cublas(p, stream.get());
   attention::log_path(p, "the straightforward kernel (sdpa_kernel.cu)");
   return attention::run_cuda(p, stream.get());
