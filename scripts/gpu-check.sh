@@ -50,6 +50,15 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 # the times they first had here, so the build below redoes only what changed.
 "$PY" scripts/stable-mtimes.py
 
+# Headers carried in .deps/ (scripts/carry-deps.sh) for a runner without
+# network, where the AOTIRT_* variables do not name others.
+if [ -z "${AOTIRT_CUDNN_FRONTEND_INCLUDE:-}" ] && [ -d .deps/cudnn_frontend/include ]; then
+  export AOTIRT_CUDNN_FRONTEND_INCLUDE=$PWD/.deps/cudnn_frontend/include
+fi
+if [ -z "${AOTIRT_CUTLASS_INCLUDE:-}" ] && [ -d .deps/cutlass/include ]; then
+  export AOTIRT_CUTLASS_INCLUDE=$PWD/.deps/cutlass/include AOTIRT_CUTLASS_FMHA=$PWD/.deps/cutlass/fmha
+fi
+
 zoo_start=$(date +%s)
 "$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8 ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
   >"$LOGS/zoo-build.log" 2>&1 &
