@@ -17,6 +17,7 @@
 #include "runtime/entry.h"
 #include "runtime/errors.h"
 #include "shims/attention/sdpa_fmha.h"
+#include "shims/attention/sdpa_fmha_layout.h"
 
 #ifdef AOTIRT_HAVE_CUTLASS_FMHA
 #include "kernel_forward.h"
@@ -35,11 +36,6 @@ using FmhaUpTo64 = Fmha<64, 64, 64>;
 using FmhaUpTo128 = Fmha<32, 128, 128>;
 using FmhaAnySize = Fmha<32, 128, 65536>;  // as torch's own instance: the output accumulated in memory
 
-constexpr int64_t kAlign = 4;  // elements: the aligned kernels' 128-bit loads of float
-constexpr int64_t kAlignLse = 32;
-constexpr int64_t kMaxGridYZ = 65535;
-constexpr int64_t kMaxHeadSize = 65536;  // FmhaAnySize's bound
-
 // The kernel's body only where its instructions exist (sm_80 and newer);
 // fmha_takes keeps older devices off it.
 template <typename Kernel>
@@ -50,18 +46,6 @@ __global__ void __launch_bounds__(Kernel::kNumThreads, Kernel::kMinBlocksPerSm)
   Kernel::attention_kernel(params);
 #endif
 }
-
-bool fits_int32(int64_t v) { return v >= 0 && v <= std::numeric_limits<int32_t>::max(); }
-bool aligned(const void* ptr) { return reinterpret_cast<uintptr_t>(ptr) % (kAlign * sizeof(float)) == 0; }
-
-// q, k or v: [batch, head, row, column] strides with unit columns, the rest
-// in whole 16-byte steps the kernel's fields hold.
-bool operand_ok(const void* data, const int64_t* stride) {
-  return data && aligned(data) && stride[3] == 1 && stride[2] % kAlign == 0 && stride[1] % kAlign == 0 &&
-         stride[0] % kAlign == 0 && fits_int32(stride[2]) && fits_int32(stride[1]) && stride[0] >= 0;
-}
-
-int64_t padded_rows(int64_t rows) { return (rows + kAlignLse - 1) / kAlignLse * kAlignLse; }
 
 // Compute capability 8.0 or newer, asked once per device.
 bool sm80_or_newer(int device) {
@@ -96,6 +80,7 @@ cudaError_t allow_shared_memory(int device, size_t bytes) {
 
 template <typename Kernel>
 aotirt_status launch(const Problem& p, Stream* stream) {
+  const fmha_layout::Fields f = fmha_layout::fields(p);
   typename Kernel::Params params;
   params.query_ptr = static_cast<float*>(const_cast<void*>(p.q));
   params.key_ptr = static_cast<float*>(const_cast<void*>(p.k));
@@ -103,22 +88,19 @@ aotirt_status launch(const Problem& p, Stream* stream) {
   params.output_ptr = static_cast<float*>(p.out);
   params.logsumexp_ptr = static_cast<float*>(p.lse);
   params.scale = static_cast<float>(p.scale);
-  params.head_dim = static_cast<int32_t>(p.head_dim);
-  params.head_dim_value = static_cast<int32_t>(p.value_dim);
-  params.num_queries = static_cast<int32_t>(p.q_len);
-  params.num_keys = static_cast<int32_t>(p.kv_len);
-  params.num_heads = static_cast<int32_t>(p.heads);
-  params.num_batches = static_cast<int32_t>(p.batch);
+  params.head_dim = f.head_dim;
+  params.head_dim_value = f.head_dim_value;
+  params.num_queries = f.num_queries;
+  params.num_keys = f.num_keys;
+  params.num_heads = f.num_heads;
+  params.num_batches = f.num_batches;
   params.custom_mask_type = p.causal == kTopLeft       ? Kernel::CausalFromTopLeft
                             : p.causal == kBottomRight ? Kernel::CausalFromBottomRight
                                                        : Kernel::NoCustomMask;
-  params.q_strideB = p.q_stride[0], params.q_strideH = static_cast<int32_t>(p.q_stride[1]);
-  params.q_strideM = static_cast<int32_t>(p.q_stride[2]);
-  params.k_strideB = p.k_stride[0], params.k_strideH = static_cast<int32_t>(p.k_stride[1]);
-  params.k_strideM = static_cast<int32_t>(p.k_stride[2]);
-  params.v_strideB = p.v_stride[0], params.v_strideH = static_cast<int32_t>(p.v_stride[1]);
-  params.v_strideM = static_cast<int32_t>(p.v_stride[2]);
-  params.o_strideM = static_cast<int32_t>(p.out_stride[2]);
+  params.q_strideB = f.q_strideB, params.q_strideH = f.q_strideH, params.q_strideM = f.q_strideM;
+  params.k_strideB = f.k_strideB, params.k_strideH = f.k_strideH, params.k_strideM = f.k_strideM;
+  params.v_strideB = f.v_strideB, params.v_strideH = f.v_strideH, params.v_strideM = f.v_strideM;
+  params.o_strideM = f.o_strideM;
   if (!Kernel::check_supported(params))  // fmha_takes checked all of this: a bug if it is reached
     return fail(AOTIRT_ERROR_AOTI, "attention: CUTLASS's fused kernel refused a problem that fmha_takes accepted");
   constexpr size_t shared = sizeof(typename Kernel::SharedStorage);
@@ -130,8 +112,6 @@ aotirt_status launch(const Problem& p, Stream* stream) {
   return AOTIRT_OK;
 }
 
-}  // namespace
-
 // AOTIRT_ATTENTION_FUSED=0 (read once) keeps float32 attention on cuBLAS:
 // for measuring one path against the other, and for that path's own tests.
 bool fused_allowed() {
@@ -142,28 +122,10 @@ bool fused_allowed() {
   return allowed;
 }
 
+}  // namespace
+
 bool fmha_takes(const Problem& p, int device) {
-  if (!fused_allowed()) return false;
-  if (p.dtype != AOTIRT_DTYPE_FLOAT32 || p.bias || p.heads != p.kv_heads) return false;
-  if (p.batch < 1 || p.heads < 1 || p.q_len < 1 || p.kv_len < 1 || p.head_dim < 1 || p.value_dim < 1) return false;
-  if (p.batch > kMaxGridYZ || p.heads > kMaxGridYZ || !fits_int32(padded_rows(p.q_len)) || !fits_int32(p.kv_len))
-    return false;
-  if (p.head_dim % kAlign || p.value_dim % kAlign || p.head_dim > kMaxHeadSize || p.value_dim > kMaxHeadSize)
-    return false;
-  if (p.causal == kBottomRight && p.kv_len < p.q_len) return false;  // rows with no key: cuBLAS's zeros
-  if (!operand_ok(p.q, p.q_stride) || !operand_ok(p.k, p.k_stride) || !operand_ok(p.v, p.v_stride)) return false;
-  // The kernel writes row r of head h of batch b at out + (b * q_len + r) * o_strideM + h * value_dim.
-  const int64_t row = p.out_stride[2];
-  if (!p.out || p.out_stride[3] != 1 || p.out_stride[1] != p.value_dim || row < p.heads * p.value_dim ||
-      !fits_int32(row) || p.out_stride[0] != p.q_len * row)
-    return false;
-  if (p.lse) {
-    const int64_t rows = padded_rows(p.q_len);
-    if (p.lse_dtype != AOTIRT_DTYPE_FLOAT32 || p.lse_stride[2] != 1 || p.lse_stride[1] != rows ||
-        p.lse_stride[0] != p.heads * rows || p.lse_padding != rows - p.q_len)
-      return false;
-  }
-  return sm80_or_newer(device);
+  return fused_allowed() && fmha_layout::takes(p) && sm80_or_newer(device);
 }
 
 aotirt_status run_fmha(const Problem& p, Stream* stream) {
