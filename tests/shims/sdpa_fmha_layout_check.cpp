@@ -184,6 +184,9 @@ int main() {
   p = plain(64, 64, 64);
   p.heads = p.kv_heads = 70000;
   expect(!layout::takes(p), "more heads than the grid holds");
+  p = plain(64, 64, 64);
+  p.q_stride[1] = int64_t{1} << 29;  // 8 heads of it pass what the kernel's 32-bit products hold
+  expect(!layout::takes(p), "head offsets past 32 bits");
 
   std::printf("%d problems accepted of 20000, %d failures\n", accepted, failures);
   return failures ? 1 : 0;

@@ -50,6 +50,12 @@ inline bool takes(const Problem& p) {
   if (p.causal == kBottomRight && p.kv_len < p.q_len) return false;  // rows with no key: cuBLAS's zeros
   if (!operand_ok(p.q, p.q_stride) || !operand_ok(p.k, p.k_stride) || !operand_ok(p.v, p.v_stride)) return false;
   if (p.q_len == 1 && p.k_stride[1] == 0 && p.v_stride[1] == 0) return false;  // the kernel's other path
+  // The kernel multiplies these in 32 bits (the block's head and batch
+  // indices are unsigned ints).
+  if (!fits_int32(p.heads * p.q_stride[1]) || !fits_int32(p.heads * p.k_stride[1]) ||
+      !fits_int32(p.heads * p.v_stride[1]) || !fits_int32(p.batch * p.q_len) ||
+      (p.lse && !fits_int32(p.batch * p.heads * lse_rows(p.q_len))))
+    return false;
   const int64_t row = p.out_stride[2];
   if (!p.out || !aligned(p.out) || p.out_stride[3] != 1 || p.out_stride[1] != p.value_dim ||
       row < p.heads * p.value_dim || row % kAlign || !fits_int32(row) || p.out_stride[0] != p.q_len * row)
