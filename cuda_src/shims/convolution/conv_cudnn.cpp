@@ -22,6 +22,8 @@
 // them, stride/padding/dilation, TF32) in the calling thread's cuDNN
 // context, on the first eager call, never during a CUDA-graph capture; later
 // calls only execute them, with the workspace from the stream-ordered pool.
+// With AOTIRT_CUDNN_TUNE=1 the engine is the fastest measured on this kind
+// of device, recorded on disk (shims/libs/cudnn_tuning.h).
 // Nothing here waits for the GPU.
 
 #include <cstdint>
@@ -185,7 +187,7 @@ std::vector<int64_t> vec(int64_t n, const int64_t* v) { return std::vector<int64
 // The graph of `s`: one conv_fprop node, or conv_dgrad for a transposed
 // convolution; float math; TF32 and down-converting engines deselected as
 // torch deselects them.
-void build(const Spec& s, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
+void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudnn::GraphPlan* plan) {
   const fe::DataType_t io = data_type(s.dtype);
   auto graph = cudnn::new_graph(ctx, io);
   auto operand = [&](const char* name, int64_t uid, const View& v) {
@@ -215,7 +217,7 @@ void build(const Spec& s, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
       .set_data_type(io);
   std::vector<fe::NumericalNote_t> deselected = {fe::NumericalNote_t::DOWN_CONVERT_INPUTS};
   if (s.dtype == 6 && !s.tf32) deselected.push_back(fe::NumericalNote_t::TENSOR_CORE);
-  cudnn::finalize(std::move(graph), ctx.handle, deselected, plan);
+  cudnn::finalize(std::move(graph), ctx.handle, deselected, plan, tuning);
 }
 
 // Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
@@ -224,8 +226,17 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
-  AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key_of(s), what,
-                             [&](cudnn::GraphPlan* made) { build(s, *ctx, made); }, &plan));
+  const std::string key = key_of(s);
+  AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
+                             [&](cudnn::GraphPlan* made) {
+                               // Tuned (AOTIRT_CUDNN_TUNE=1): the choices are kept per device kind and cuDNN.
+                               const cudnn::Library* library = nullptr;
+                               cudnn::Tuning tuning;
+                               const bool tune = cudnn::tuning::enabled() && cudnn::load(kName, &library) == AOTIRT_OK;
+                               if (tune) tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version)};
+                               build(s, *ctx, tune ? &tuning : nullptr, made);
+                             },
+                             &plan));
   if (!plan->declined.empty())
     return fail(AOTIRT_ERROR_AOTI, std::string(kName) + ": cuDNN has no way to run this " + describe(s) + " (" +
                                        plan->declined + ")");
