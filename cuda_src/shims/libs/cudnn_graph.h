@@ -180,19 +180,28 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
     StorageRef workspace;
     if (most > 0)
       AOTIRT_TRY(allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace));
+    // An engine that built but will not run is left out of the choice (said
+    // in the debug log): the call goes on with the others.
+    std::vector<GraphPlan::Timing> queued;
     for (GraphPlan::Timing& t : plan.timings) {
       AOTIRT_CUDA_TRY(cudaEventCreate(&t.start));
       AOTIRT_CUDA_TRY(cudaEventCreate(&t.stop));
       AOTIRT_CUDA_TRY(cudaEventRecord(t.start, stream->handle));
-      for (int run = 0; run < kTunedRuns; ++run) {
-        fe::error_t status =
-            plan.graph->execute_plan_at_index(ctx.handle, pointers, workspace ? workspace->data : nullptr, t.index);
-        if (status.is_bad())
-          return fail(AOTIRT_ERROR_AOTI, std::string(who) + ": cuDNN failed to run engine " + t.engine +
-                                             " while tuning a " + what() + ": " + status.get_message());
+      fe::error_t status;
+      for (int run = 0; run < kTunedRuns && status.is_good(); ++run)
+        status = plan.graph->execute_plan_at_index(ctx.handle, pointers, workspace ? workspace->data : nullptr, t.index);
+      if (status.is_good()) AOTIRT_CUDA_TRY(cudaEventRecord(t.stop, stream->handle));
+      if (status.is_good()) {
+        queued.push_back(t);
+      } else {
+        debug_log(std::string(who) + ": cuDNN tuning leaves out engine " + t.engine + " for a " + what() + ": " +
+                  status.get_message());
+        cudaEventDestroy(t.start);
+        cudaEventDestroy(t.stop);
       }
-      AOTIRT_CUDA_TRY(cudaEventRecord(t.stop, stream->handle));
+      t.start = t.stop = nullptr;  // owned by `queued` now, or destroyed
     }
+    plan.timings = std::move(queued);
     plan.queued = true;
     return AOTIRT_OK;
   }
