@@ -1,14 +1,12 @@
 """The report's section on several GPUs (bench/multigpu.py's rows), for
 bench/report.py."""
 
+from report_common import fmt as _fmt
+
 INTRO = ("Two GPUs in one process (bench/multigpu.py): a tensor moved from cuda:0 to cuda:1 by `Tensor.to` "
          "(a peer copy after an event, into cuda:1's pool) against `cudaMemcpyPeerAsync` on the same stream; the "
          "example pipeline split across two GPUs against one; and one thread per GPU on a model whose GPU time "
          "dominates, against N times one GPU.")
-
-
-def _fmt(value, digits=2):
-    return "–" if value is None else f"{value:.{digits}f}"
 
 
 def multigpu_section(rows):
