@@ -424,7 +424,8 @@ def test_a_bad_workspace_bound_is_reported():
         (q, _), (k, _), (v, _) = t.qkv(rng, 1, 2, 2, 4, 4, 8, 8)
         assert t.efficient(q, k, v).status != 0
         print(last_error())
-    """, AOTIRT_ATTENTION_WORKSPACE_MIB="lots")
+    """, AOTIRT_ATTENTION_WORKSPACE_MIB="lots",
+       AOTIRT_ATTENTION_FUSED="0")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "AOTIRT_ATTENTION_WORKSPACE_MIB must be a positive whole number of MiB, got 'lots'" in proc.stdout
 
