@@ -181,6 +181,23 @@ aotirt_status check_cuda_device(int device) {
                                       has + ")");
 }
 
+aotirt_status compute_capability(int device, int* sm_version) {
+  constexpr int kKnownDevices = 64;
+  static std::atomic<int> known[kKnownDevices] = {};  // 0: not asked yet
+  const bool cached = device >= 0 && device < kKnownDevices;
+  int sm = cached ? known[device].load(std::memory_order_relaxed) : 0;
+  if (sm == 0) {
+    AOTIRT_TRY(check_cuda_device(device));
+    int major = 0, minor = 0;
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    sm = major * 10 + minor;
+    if (cached) known[device].store(sm, std::memory_order_relaxed);
+  }
+  *sm_version = sm;
+  return AOTIRT_OK;
+}
+
 aotirt_status shared_stream(int device, StreamRef* out) {
   std::lock_guard<std::mutex> lock(registry_mutex);
   auto it = shared_streams.find(device);

@@ -70,6 +70,11 @@ using StreamRef = Ref<Stream>;
 // once per process: CUDA fixes it at initialisation.
 aotirt_status check_cuda_device(int device);
 
+// `device`'s compute capability as major * 10 + minor (90 for an H200),
+// asked of CUDA once per device and kept: shims that pick a path by
+// architecture call it on every run.
+aotirt_status compute_capability(int device, int* sm_version);
+
 aotirt_status shared_stream(int device, StreamRef* out);
 aotirt_status create_stream(int device, StreamRef* out);
 StreamRef adopt_stream(cudaStream_t handle, int device);

@@ -16,6 +16,7 @@
 
 #include "runtime/entry.h"
 #include "runtime/errors.h"
+#include "runtime/stream.h"
 #include "shims/attention/sdpa_fmha.h"
 #include "shims/attention/sdpa_fmha_layout.h"
 
@@ -47,20 +48,11 @@ __global__ void __launch_bounds__(Kernel::kNumThreads, Kernel::kMinBlocksPerSm)
 #endif
 }
 
-// Compute capability 8.0 or newer, asked once per device.
+// Compute capability 8.0 or newer (a failed query: not, and the cuBLAS path
+// runs, which reports the device's trouble itself).
 bool sm80_or_newer(int device) {
-  constexpr int kDevices = 64;
-  static std::atomic<int8_t> known[kDevices] = {};  // 0 unknown, 1 yes, -1 no
-  if (device < 0 || device >= kDevices) return false;
-  int8_t answer = known[device].load(std::memory_order_relaxed);
-  if (answer == 0) {
-    int major = 0;
-    answer = cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device) == cudaSuccess && major >= 8
-                 ? 1
-                 : -1;
-    known[device].store(answer, std::memory_order_relaxed);
-  }
-  return answer == 1;
+  int sm = 0;
+  return compute_capability(device, &sm) == AOTIRT_OK && sm >= 80;
 }
 
 // Dynamic shared memory past 48 KiB needs an opt-in per kernel and device;

@@ -12,6 +12,7 @@
 #include "shims/libs/cublas.h"
 #include "runtime/entry.h"
 #include "runtime/errors.h"
+#include "runtime/stream.h"
 #include "shims/libs/dynamic_library.h"
 
 // cudnn-frontend, built with NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING, calls
@@ -220,10 +221,7 @@ aotirt_status thread_context(const char* who, int device, cudaStream_t stream, C
   if (!found) {
     std::unique_ptr<Context> made(new Context());
     made->device = device;
-    int major = 0, minor = 0;
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    made->sm_version = major * 10 + minor;
+    AOTIRT_TRY(compute_capability(device, &made->sm_version));
     // Once per thread and device: cuDNN sets up its device state here.
     AOTIRT_TRY(check(who, "cudnnCreate", lib->create(&made->handle)));
     found = made.release();

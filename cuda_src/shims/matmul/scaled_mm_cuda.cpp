@@ -81,13 +81,12 @@ aotirt_status run_cuda(const Call& call) {
   const Tensor &a = *call.a, &b = *call.b, &out = *call.out;
   const int device = out.storage->device_index;
   AOTIRT_TRY(check_device_usable(device));
-  int major = 0, minor = 0;
-  AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-  if (major * 10 + minor < 89)
+  int sm = 0;
+  AOTIRT_TRY(compute_capability(device, &sm));
+  if (sm < 89)
     return fail(AOTIRT_ERROR_VALUE, std::string(call.name) + ": float8 GEMMs need compute capability 8.9 or newer; "
                                                              "device " + std::to_string(device) + " has " +
-                                        std::to_string(major) + "." + std::to_string(minor));
+                                        std::to_string(sm / 10) + "." + std::to_string(sm % 10));
   DeviceGuard guard;
   AOTIRT_TRY(guard.enter(device));
   StreamRef stream;
