@@ -92,14 +92,11 @@ def info(args):
         print(f"CUDA devices: 0 ({_no_device_reason()})")
     print(f"example models: {', '.join(aotirt.models.available()) or 'none'} "
           f"({os.path.dirname(aotirt.models.path('add_mul', 'cpu'))})")
-    import ctypes
+    from aotirt._library import has_fused_attention, load_optional_library
 
-    core = ctypes.CDLL(os.path.join(os.path.dirname(aotirt.__file__), "libaotirt.so"))
     print("float32 attention on CUDA: " + ("CUTLASS's fused kernel (AOTIRT_ATTENTION_FUSED=0 for cuBLAS)"
-                                          if core.aotirt_has_fused_attention() else
-                                          "cuBLAS (this build has no CUTLASS headers)"))
+                                          if has_fused_attention() else "cuBLAS (this build has no CUTLASS headers)"))
     # The optional libraries the fallback shims open on first use.
-    from aotirt._library import load_optional_library
     for label, name in (("cuBLAS", "cublas"), ("cuDNN", "cudnn")):
         try:
             print(f"{label}: {load_optional_library(name)}")

@@ -74,6 +74,7 @@ cdef extern from "aotirt/aotirt.h" nogil:
 
     int aotirt_device_count()
     aotirt_status aotirt_cuda_device_count(int* count)
+    int aotirt_has_fused_attention()
     # 0, NULL and AOTIRT_DTYPE_KIND_NONE for a code the core does not support.
     size_t aotirt_dtype_itemsize(int32_t dtype)
     const char* aotirt_dtype_name(int32_t dtype)

@@ -10,8 +10,8 @@ import os
 import sys
 
 from aotirt._capi cimport (
-    aotirt_library_undefined_symbols, aotirt_load_optional_library, aotirt_set_cudnn_allow_tf32,
-    aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count,
+    aotirt_has_fused_attention, aotirt_library_undefined_symbols, aotirt_load_optional_library,
+    aotirt_set_cudnn_allow_tf32, aotirt_set_wheel_dirs, aotirt_shim_at, aotirt_shim_count,
 )
 from aotirt._errors cimport check
 
@@ -40,6 +40,12 @@ def shim_table():
         check(aotirt_shim_at(i, &name, &family, &devices))
         rows.append((name.decode(), family.decode(), devices.decode()))
     return rows
+
+
+def has_fused_attention():
+    """Whether this build has CUTLASS's fused attention kernel, which float32
+    attention on CUDA runs on (else cuBLAS GEMMs around a softmax)."""
+    return aotirt_has_fused_attention() == 1
 
 
 def load_optional_library(name):
