@@ -66,6 +66,13 @@ def test_out_of_range_indices_are_skipped_on_cuda():
     expected = x.copy()
     expected[1] += 7
     np.testing.assert_array_equal(call.result(), expected)
+    # The same on the whole-row path (rows of 16 float32): only row 1 is written.
+    x = np.arange(32, dtype=np.float32).reshape(2, 16)
+    status, call = index_put("cuda", x, [np.array([5, 1, -3])], np.full(16, 7, np.float32))
+    expect_ok(status)
+    expected = x.copy()
+    expected[1] = 7
+    np.testing.assert_array_equal(call.result(), expected)
 
 
 def test_cuda_refuses_boolean_masks():

@@ -204,6 +204,12 @@ def index_put_cases():
                           accumulate=True))
         cases.append(dict(name=f"rows-{dtype}", dtype=dtype, self_array=values_of((5, 3), dtype, rng),
                           indices=[np.array([3, -1, 0])], values=values_of((3,), dtype, rng)))
+        # Rows of 16 elements (16-byte multiples for every dtype): CUDA's
+        # whole-row path, with values per row and values broadcast over rows.
+        cases.append(dict(name=f"wide-rows-{dtype}", dtype=dtype, self_array=values_of((6, 16), dtype, rng),
+                          indices=[np.array([5, -2, 0], np.int32)], values=values_of((3, 16), dtype, rng)))
+        cases.append(dict(name=f"wide-rows-broadcast-{dtype}", dtype=dtype, self_array=values_of((6, 16), dtype, rng),
+                          indices=[np.array([1, 3])], values=values_of((16,), dtype, rng)))
     f32 = "float32"
     cases += [
         dict(name="adjacent-broadcast", dtype=f32, self_array=values_of((2, 4, 5), f32, rng),
@@ -213,6 +219,10 @@ def index_put_cases():
         dict(name="separated-accumulate", dtype=f32, self_array=values_of((3, 4, 5), f32, rng),
              indices=[np.array([0, 0]), None, np.array([4, 4])], values=values_of((2, 1), f32, rng),
              accumulate=True),
+        dict(name="wide-rows-3d", dtype=f32, self_array=values_of((4, 3, 8), f32, rng),
+             indices=[np.array([3, 0]), np.array([2, 1])], values=values_of((2, 8), f32, rng)),
+        dict(name="wide-rows-middle-slice", dtype=f32, self_array=values_of((4, 3, 8), f32, rng),
+             indices=[np.array([2, 0])], values=values_of((2, 3, 8), f32, rng)),
         dict(name="int32-scalar-values", dtype="int64", self_array=values_of((4, 4), "int64", rng),
              indices=[np.array([1, 2], np.int32), np.array([3, 0], np.int32)], values=np.array(9, np.int64)),
         dict(name="zero-dim-index", dtype="bfloat16", self_array=values_of((3, 2), "bfloat16", rng),

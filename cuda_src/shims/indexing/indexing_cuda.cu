@@ -128,6 +128,59 @@ __global__ void index_put_kernel(IndexPutPlan p) {
   }
 }
 
+// index_put that writes whole rows: the last dimension is a sliced one,
+// contiguous in out and in values, and no index varies along it (a KV-cache
+// or embedding update: out[idx] = values). Each thread moves one 16-byte
+// chunk of a row instead of one element, and reads the indices once per
+// chunk, not once per element.
+constexpr int kChunkBytes = 16;
+
+template <typename T>
+bool writes_whole_rows(const IndexPutPlan& p) {
+  if (p.accumulate || p.ndim < 1) return false;
+  const int32_t last = p.ndim - 1;
+  const int64_t per_chunk = kChunkBytes / static_cast<int64_t>(sizeof(T));
+  if (per_chunk < 1 || p.sizes[last] % per_chunk != 0) return false;
+  if (p.out_strides[last] != 1 || p.value_strides[last] != 1) return false;
+  if (reinterpret_cast<uintptr_t>(p.out) % kChunkBytes != 0 || reinterpret_cast<uintptr_t>(p.values) % kChunkBytes != 0)
+    return false;
+  const auto aligned = [](int64_t stride) { return (stride * static_cast<int64_t>(sizeof(T))) % kChunkBytes == 0; };
+  for (int32_t d = 0; d < last; ++d)
+    if (!aligned(p.out_strides[d]) || !aligned(p.value_strides[d])) return false;
+  for (int32_t k = 0; k < p.num_index; ++k)
+    if (p.index_strides[k][last] != 0 || !aligned(p.index_stride[k])) return false;
+  return true;
+}
+
+template <typename T>
+__global__ void index_put_rows_kernel(IndexPutPlan p) {
+  const int32_t last = p.ndim - 1;
+  const int64_t per_chunk = kChunkBytes / static_cast<int64_t>(sizeof(T));
+  const int64_t chunks_per_row = p.sizes[last] / per_chunk;
+  const int64_t chunks = p.numel / per_chunk;
+  char* out = static_cast<char*>(p.out);
+  const char* values = static_cast<const char*>(p.values);
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t n = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; n < chunks; n += step) {
+    const int64_t row = n / chunks_per_row;
+    const int64_t column = (n - row * chunks_per_row) * per_chunk;
+    int64_t at[kMaxDims];
+    unravel(row, last, p.sizes, at);
+    int64_t offset = dot(at, p.out_strides, last) + column;
+    bool in_range = true;
+    for (int32_t k = 0; k < p.num_index; ++k) {
+      int64_t i = read_index(p.index[k], p.index_is_int32[k], dot(at, p.index_strides[k], last));
+      if (i < 0) i += p.index_size[k];
+      in_range = in_range && i >= 0 && i < p.index_size[k];
+      offset += i * p.index_stride[k];
+    }
+    if (!in_range) continue;
+    const int64_t from = dot(at, p.value_strides, last) + column;
+    *reinterpret_cast<uint4*>(out + offset * static_cast<int64_t>(sizeof(T))) =
+        *reinterpret_cast<const uint4*>(values + from * static_cast<int64_t>(sizeof(T)));
+  }
+}
+
 template <typename T>
 aotirt_status launch_scatter(const char* shim, const ScatterPlan& p, Stream* stream) {
   const cudaStream_t s = stream->handle;
@@ -182,7 +235,11 @@ aotirt_status index_put_cuda(const char* shim, const IndexPutPlan& p, Stream* st
   DeviceGuard guard;
   AOTIRT_TRY(guard.enter(stream->device));
   return dispatch(shim, p.dtype, [&](auto zero) {
-    index_put_kernel<decltype(zero)><<<blocks_for(p.numel), kThreads, 0, stream->handle>>>(p);
+    using T = decltype(zero);
+    if (writes_whole_rows<T>(p))
+      index_put_rows_kernel<T><<<blocks_for(p.numel / (kChunkBytes / sizeof(T))), kThreads, 0, stream->handle>>>(p);
+    else
+      index_put_kernel<T><<<blocks_for(p.numel), kThreads, 0, stream->handle>>>(p);
     const cudaError_t launched = cudaGetLastError();
     if (launched != cudaSuccess) return fail_cuda(launched, std::string(shim) + ": launching the index_put kernel");
     return AOTIRT_OK;
