@@ -146,13 +146,15 @@ aotirt_status build(const Problem& p, const gemm_layout::Plan& plan, Epilogue ep
   AOTIRT_TRY(set(*e, who, cublaslt::kDescTransB, &trans_b, sizeof trans_b));
   const uint32_t code = epilogue_code(epilogue);
   AOTIRT_TRY(set(*e, who, cublaslt::kDescEpilogue, &code, sizeof code));
-  // The bias type is D's by default. This call's pointer is set for the
-  // heuristic; each call sets its own.
+  // The bias has D's type (cuBLASLt's default, said outright). This call's
+  // pointer is set for the heuristic; each call sets its own.
+  const cudaDataType_t type = data_type(p.out.dtype);
+  const int32_t bias_type = type;
+  AOTIRT_TRY(set(*e, who, cublaslt::kDescBiasDataType, &bias_type, sizeof bias_type));
   AOTIRT_TRY(set(*e, who, cublaslt::kDescBiasPointer, &bias, sizeof bias));
 
   // op N: stored as the (rows x cols) matrix cuBLAS multiplies; op T: as its
   // transpose. A is m x k after its op, B k x n, D m x n.
-  const cudaDataType_t type = data_type(p.out.dtype);
   const int64_t m = plan.m, n = plan.n, k = plan.k;
   const bool a_n = plan.x.op == gemm_layout::kOpN, b_n = plan.y.op == gemm_layout::kOpN;
   AOTIRT_TRY(make_layout(*e, who, type, a_n ? m : k, a_n ? k : m, plan.x.ld, &e->a));
