@@ -7,7 +7,7 @@ table).
     python bench/fallback_ops.py [--quick] [--out FILE]
 
 The shapes are the ones the models that call these ops give them: a
-decoder's MLP and GEMV, attention scores as baddbmm, int8 and float8
+decoder's MLP, Linear and GEMV, attention scores as baddbmm, int8 and float8
 linears, int4 weight-only linears at decode (one row) and at prefill,
 KV-cache and embedding updates, sampling's random draws and top-p's
 cumulative sum. bench/ops.py's machinery times them: aotirt's shim through
@@ -40,6 +40,10 @@ CASES = [
     {"op": "_addmm_activation", "model": "MLP (gelu)", "shape": "256x1024 @ 1024x4096", "dtype": "bfloat16",
      "m": 256, "k": 1024, "n": 4096},
     {"op": "_addmm_activation", "model": "MLP (gelu)", "shape": "256x1024 @ 1024x4096", "dtype": "float32",
+     "m": 256, "k": 1024, "n": 4096},
+    {"op": "addmm", "model": "Linear (bias)", "shape": "256x1024 @ 1024x4096", "dtype": "bfloat16",
+     "m": 256, "k": 1024, "n": 4096},
+    {"op": "addmm", "model": "Linear (bias)", "shape": "256x1024 @ 1024x4096", "dtype": "float32",
      "m": 256, "k": 1024, "n": 4096},
     {"op": "addmv", "model": "decoder GEMV", "shape": "4096x4096 @ 4096", "dtype": "float32", "m": 4096, "k": 4096},
     {"op": "_int_mm", "model": "int8 linear", "shape": "256x4096 @ 4096x4096", "dtype": "int8",
@@ -138,6 +142,18 @@ class AotirtWorker(ops.AotirtWorker):
         a = self.tensor([c["m"], c["k"]], c["dtype"], seed=2)
         b = self.tensor([c["k"], c["n"]], c["dtype"], seed=3)
         return self.returning(fn, bias.ptr, a.ptr, b.ptr, 1.0, 1.0, 1)
+
+    def build_addmm(self, c):
+        # A Linear as Inductor calls it: mat2 is the [N, K] weight's transpose.
+        sc = self.sc
+        fn = self._shim("aoti_torch_cuda_addmm_out", sc.P, sc.P, sc.P, sc.P, sc.F64, sc.F64)
+        out = self.tensor([c["m"], c["n"]], c["dtype"])
+        bias = self.tensor([c["n"]], c["dtype"], seed=1)
+        a = self.tensor([c["m"], c["k"]], c["dtype"], seed=2)
+        base = self.np.random.default_rng(3).standard_normal(c["k"] * c["n"], dtype=self.np.float32)
+        w_t, _ = sc.view(base, [c["k"], c["n"]], [1, c["k"]], 0, "cuda:0", c["dtype"])
+        self.keep.append(w_t)
+        return self.into(fn, out.ptr, bias.ptr, a.ptr, w_t.ptr, 1.0, 1.0)
 
     def build_addmv(self, c):
         sc = self.sc
@@ -264,6 +280,13 @@ class TorchWorker(ops.TorchWorker):
         a = self.tensor([c["m"], c["k"]], c["dtype"], seed=2)
         b = self.tensor([c["k"], c["n"]], c["dtype"], seed=3)
         return lambda: self.torch._addmm_activation(bias, a, b, use_gelu=True)
+
+    def build_addmm(self, c):
+        out = self.tensor([c["m"], c["n"]], c["dtype"])
+        bias = self.tensor([c["n"]], c["dtype"], seed=1)
+        a = self.tensor([c["m"], c["k"]], c["dtype"], seed=2)
+        w = self.tensor([c["n"], c["k"]], c["dtype"], seed=3)
+        return lambda: self.torch.addmm(bias, a, w.t(), out=out)
 
     def build_addmv(self, c):
         bias = self.tensor([c["m"]], c["dtype"], seed=1)

@@ -406,9 +406,11 @@ def test_cuda_matmuls_wait_only_in_the_copy(tmp_path_factory):
         def step():
             assert LIB.aoti_torch_cuda_mm_out(out.handle, a.handle, w.handle) == 0
             assert LIB.aoti_torch_cuda_addmm_out(out.handle, bias.handle, a.handle, odd.handle, 1.0, 1.0) == 0
+            # a bias row: one cuBLASLt matmul with the bias epilogue
+            assert LIB.aoti_torch_cuda_addmm_out(out.handle, bias.handle, a.handle, w.handle, 1.0, 1.0) == 0
             assert LIB.aoti_torch_cuda_addmm_out(out.handle, out.handle, a.handle, w.handle, 0.5, 1.0) == 0
             assert LIB.aoti_torch_cuda_bmm_out(outs.handle, a3.handle, w3.handle) == 0
-        step()  # the first call opens cuBLAS and makes this thread's handle
+        step()  # the first call opens cuBLAS and cuBLASLt and makes this thread's handles
         out.values()
     """)
     counts = count_waits(counter, setup=setup, body="""

@@ -1,5 +1,6 @@
 // cuBLASLt, opened with dlopen the first time a shim needs it (the fp8
-// _scaled_mm), as cuBLAS is (libs/cublas.h): never linked, built without its
+// _scaled_mm, and addmm / _addmm_activation with a bias epilogue:
+// matmul/gemm_epilogue.h), as cuBLAS is (libs/cublas.h): never linked, built without its
 // headers, so the few declarations it needs are here (values from CUDA 13's
 // cublasLt.h; each enum is int-sized there).
 #pragma once
@@ -46,7 +47,13 @@ constexpr int kDescFastAccum = 25;        // int8
 constexpr int kDescBiasDataType = 26;     // int32 cudaDataType_t
 constexpr uint32_t kEpilogueDefault = 1;  // CUBLASLT_EPILOGUE_DEFAULT
 constexpr uint32_t kEpilogueBias = 4;     // CUBLASLT_EPILOGUE_BIAS
+constexpr uint32_t kEpilogueReluBias = 6; // CUBLASLT_EPILOGUE_RELU_BIAS
+constexpr uint32_t kEpilogueGeluBias = 36; // CUBLASLT_EPILOGUE_GELU_BIAS (the tanh approximation)
 constexpr int kPrefMaxWorkspaceBytes = 1; // uint64 CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES
+// uint32 CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_{A,B,C,D}_BYTES: the heuristic
+// assumes 256-byte aligned buffers unless told less.
+constexpr int kPrefMinAlignmentA = 5, kPrefMinAlignmentB = 6, kPrefMinAlignmentC = 7, kPrefMinAlignmentD = 8;
+constexpr Status kStatusNotSupported = 15;  // CUBLAS_STATUS_NOT_SUPPORTED
 constexpr int kOpN = 0, kOpT = 1;         // cublasOperation_t
 
 struct Api {

@@ -1,6 +1,7 @@
 // aoti_torch_{cpu,cuda}_{mm,addmm,bmm,baddbmm}_out, addmv, _addmm_activation
 // and _int_mm_out (include/aotirt/shim.h): check, then hand the Problem to
-// the CPU loop or to cuBLAS. The ops that return a new tensor lay it out as
+// the CPU loop or to cuBLAS (cuBLASLt for a CUDA addmm with a bias row:
+// gemm_epilogue.h). The ops that return a new tensor lay it out as
 // torch's meta functions do: contiguous ([M, N] for _addmm_activation, [M]
 // for addmv), with mat1's (mat's) dtype.
 
@@ -11,6 +12,7 @@
 #include "runtime/dtypes.h"
 #include "shims/matmul/activation.h"
 #include "shims/matmul/gemm.h"
+#include "shims/matmul/gemm_epilogue.h"
 #include "shims/shim_helpers.h"
 
 using aotirt::OwnedTensor;
@@ -39,18 +41,30 @@ aotirt_status new_result(const char* name, int32_t device_type, const Tensor& li
   return AOTIRT_OK;
 }
 
+using aotirt::matmul::Epilogue;
+
+// `epilogue` (addmm, _addmm_activation): on CUDA, try the problem as one
+// cuBLASLt matmul with that epilogue first (gemm_epilogue.h); `*fused` says
+// whether it ran, the activation included. Otherwise, and on the CPU, cuBLAS
+// or the CPU loop computes the plain addmm.
 aotirt_status matmul(const char* name, int32_t device_type, Tensor* out, const Tensor* self, const Tensor* mat1,
-                     const Tensor* mat2, double beta, double alpha, bool batched, bool int8 = false) {
+                     const Tensor* mat2, double beta, double alpha, bool batched, bool int8 = false,
+                     const Epilogue* epilogue = nullptr, bool* fused = nullptr) {
+  if (fused) *fused = false;
   aotirt::matmul::Problem p;
   AOTIRT_TRY(aotirt::matmul::prepare(name, device_type, out, self, mat1, mat2, beta, alpha, batched, &p, int8));
   if (device_type == AOTIRT_DEVICE_CPU) return aotirt::matmul::run_cpu(p);
   aotirt::StreamRef stream;
-  AOTIRT_TRY(aotirt::matmul::run_cuda(p, &stream));
+  bool ran = false;
+  if (epilogue) AOTIRT_TRY(aotirt::matmul::run_cuda_epilogue(p, *epilogue, &stream, &ran));
+  if (!ran) AOTIRT_TRY(aotirt::matmul::run_cuda(p, &stream));
+  if (fused) *fused = ran;
   if (stream) out->stream = std::move(stream);  // consumers of out now wait for this stream
   return AOTIRT_OK;
 }
 
-// _addmm_activation: addmm into a new [M, N], then relu or gelu in place.
+// _addmm_activation: addmm into a new [M, N], then relu or gelu in place;
+// on CUDA with a bias row, one cuBLASLt matmul does all of it.
 aotirt_status run_addmm_activation(const char* name, int32_t device_type, const Tensor* self, const Tensor* mat1,
                                const Tensor* mat2, double beta, double alpha, bool gelu, AtenTensorHandle* ret0) {
   if (!self || !mat1 || !mat2 || !ret0) return aotirt::null_argument(name);
@@ -60,7 +74,13 @@ aotirt_status run_addmm_activation(const char* name, int32_t device_type, const 
   const int64_t sizes[] = {mat1->sizes[0], mat2->sizes[1]};
   OwnedTensor out;
   AOTIRT_TRY(new_result(name, device_type, *mat1, 2, sizes, &out));
-  AOTIRT_TRY(matmul(name, device_type, out.get(), self, mat1, mat2, beta, alpha, false));
+  const Epilogue epilogue = gelu ? Epilogue::GeluBias : Epilogue::ReluBias;
+  bool fused = false;
+  AOTIRT_TRY(matmul(name, device_type, out.get(), self, mat1, mat2, beta, alpha, false, false, &epilogue, &fused));
+  if (fused) {
+    *ret0 = out.release();
+    return AOTIRT_OK;
+  }
   using aotirt::matmul::Activation;
   const Activation act = !gelu ? Activation::Relu
                                : device_type == AOTIRT_DEVICE_CPU ? Activation::GeluErf : Activation::GeluTanh;
@@ -143,7 +163,8 @@ aotirt_status run_int_mm(const char* name, int32_t device_type, Tensor* out, con
     const char* name = #addmm_out;                                                                                     \
     return aotirt::shim(name, [&] {                                                                                    \
       if (!self) return aotirt::fail(AOTIRT_ERROR_VALUE, std::string(name) + ": a tensor handle is NULL");             \
-      return matmul(name, DEVICE_TYPE, out, self, mat1, mat2, beta, alpha, false);                                     \
+      const Epilogue bias = Epilogue::Bias;                                                                            \
+      return matmul(name, DEVICE_TYPE, out, self, mat1, mat2, beta, alpha, false, false, &bias);                       \
     });                                                                                                                \
   }                                                                                                                    \
   AOTITorchError bmm_out(AtenTensorHandle out, AtenTensorHandle self, AtenTensorHandle mat2) {                         \
