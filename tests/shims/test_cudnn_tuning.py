@@ -1,5 +1,7 @@
 """The file of cuDNN's measured engine choices (cuda_src/shims/libs/cudnn_tuning.cpp,
-AOTIRT_CUDNN_TUNE=1), on the host: its lines, a choice recorded by one
+AOTIRT_CUDNN_TUNE=1), on the host: its lines, the margin rule that keeps
+the heuristics' engine unless a measured one beats it past the noise, a
+choice recorded by one
 process and read by the next, a torn or foreign line skipped, an unwritable
 folder costing only the record, and where the file goes. The measuring is
 on the GPU (test_conv_tuning_gpu.py)."""
@@ -30,6 +32,11 @@ def check(tmp_path_factory):
 def test_lines(check):
     out, _ = check("lines")
     assert out.endswith(" 0 failures") or out == "0 failures", out
+
+
+def test_the_heuristics_engine_is_kept_unless_another_wins_by_more_than_the_margin(check):
+    out, _ = check("choose")
+    assert out == "0 failures", out
 
 
 def test_a_choice_recorded_by_one_process_is_read_by_the_next(check, tmp_path):
@@ -65,6 +72,6 @@ def test_an_unwritable_folder_costs_only_the_record(check, tmp_path):
 
 def test_the_file_is_per_device_kind_and_cudnn_version_under_the_cache(check, tmp_path):
     out, _ = check("path", "90", "91900", env={"AOTIRT_CACHE": str(tmp_path)})
-    assert out == os.path.join(str(tmp_path), "cudnn-tuned-sm90-cudnn91900.tsv")
+    assert out == os.path.join(str(tmp_path), "cudnn-tuned-v2-sm90-cudnn91900.tsv")
     out, _ = check("path", "80", "90100", env={"AOTIRT_CACHE": "", "HOME": str(tmp_path)})
-    assert out == os.path.join(str(tmp_path), ".cache", "aotirt", "cudnn-tuned-sm80-cudnn90100.tsv")
+    assert out == os.path.join(str(tmp_path), ".cache", "aotirt", "cudnn-tuned-v2-sm80-cudnn90100.tsv")

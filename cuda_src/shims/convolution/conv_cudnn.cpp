@@ -22,8 +22,9 @@
 // them, stride/padding/dilation, TF32) in the calling thread's cuDNN
 // context, on the first eager call, never during a CUDA-graph capture; later
 // calls only execute them, with the workspace from the stream-ordered pool.
-// With AOTIRT_CUDNN_TUNE=1 the engine is the fastest measured on this kind
-// of device, recorded on disk (shims/libs/cudnn_tuning.h).
+// With AOTIRT_CUDNN_TUNE=1 the engine is the heuristics' unless one measured
+// on this kind of device beats it by more than the noise, recorded on disk
+// (shims/libs/cudnn_tuning.h).
 // Nothing here waits for the GPU.
 
 #include <cstdint>

@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <map>
 #include <mutex>
 
@@ -78,7 +79,8 @@ std::string file_for(int sm_version, size_t version) {
   const char* cache = std::getenv("AOTIRT_CACHE");
   const char* home = std::getenv("HOME");
   const std::string root = cache && *cache ? cache : std::string(home && *home ? home : "/tmp") + "/.cache/aotirt";
-  return root + "/cudnn-tuned-sm" + std::to_string(sm_version) + "-cudnn" + std::to_string(version) + ".tsv";
+  return root + "/cudnn-tuned-v" + std::to_string(kFileVersion) + "-sm" + std::to_string(sm_version) + "-cudnn" +
+         std::to_string(version) + ".tsv";
 }
 
 std::string line_of(const std::string& key, const std::string& engine) {
@@ -107,6 +109,18 @@ bool parse_line(const std::string& line, std::string* key, std::string* engine) 
   *key = bytes;
   *engine = name;
   return true;
+}
+
+int choose_plan(const std::vector<double>& times, int heuristic, double margin) {
+  const int n = static_cast<int>(times.size());
+  auto usable = [&](int i) { return times[i] >= 0 && times[i] <= std::numeric_limits<double>::max(); };  // NaN fails both
+  int fastest = -1;
+  for (int i = 0; i < n; ++i)
+    if (usable(i) && (fastest < 0 || times[i] < times[fastest])) fastest = i;
+  if (heuristic < 0 || heuristic >= n || !usable(heuristic)) return fastest;
+  // Strictly faster by more than the margin: a tie or a win within the
+  // noise keeps the heuristics' engine.
+  return times[fastest] < times[heuristic] * (1 - margin) ? fastest : heuristic;
 }
 
 std::string recorded(const std::string& path, const std::string& key) {

@@ -4,23 +4,31 @@
 // cuDNN's heuristics name the engine they expect to be fastest, and torch
 // runs that one (torch.backends.cudnn.benchmark is off by default). With
 // tuning on, the first call of a plan key builds every engine the
-// heuristics list, queues each of them between two CUDA events on the
-// stream (the call's result is still the heuristics' engine's), and goes
-// on without waiting. A later call of the key whose events have completed
-// (cudaEventQuery: a poll, never a wait) takes the fastest engine from then
-// on and appends the choice to the file, so that the next process builds
-// that engine at once and measures nothing. The host never waits for the
-// measurements: the one rule holds with tuning on.
+// heuristics list and queues their measurement on the stream ahead of the
+// call's own run (the call's result is still the heuristics' engine's):
+// each engine once untimed (its first launch loads its kernels), then each
+// behind a short GPU hold (gpu_hold.h) between two CUDA events, and goes on
+// without waiting. A later call of the key whose events have completed
+// (cudaEventQuery: a poll, never a wait) takes the engine `choose_plan`
+// picks from then on (the heuristics' own unless another is faster by more
+// than the noise) and appends the choice to the file, so that the next
+// process builds that engine at once and measures nothing. The host never
+// waits for the measurements: the one rule holds with tuning on. It is
+// paid once per key and process (or once per key, with a record): an
+// opt-in warm-up cost, never a per-call one.
 //
 // The file: one line per key, the key in hex, a tab, the engine's name
 // (cudnn-frontend's plan name), under $AOTIRT_CACHE (else ~/.cache/aotirt),
 // one file per compute capability and cuDNN version, since an engine's
-// speed and its name's meaning depend on both. An unreadable or unwritable
-// file costs a measurement, never a failed call (said in the debug log).
+// speed and its name's meaning depend on both, and per version of the
+// measurement (kFileVersion), since an older one's choices are not trusted.
+// An unreadable or unwritable file costs a measurement, never a failed call
+// (said in the debug log).
 #pragma once
 
 #include <cstddef>
 #include <string>
+#include <vector>
 
 namespace aotirt {
 namespace cudnn {
@@ -28,6 +36,11 @@ namespace tuning {
 
 // AOTIRT_CUDNN_TUNE=1 (read once).
 bool enabled();
+
+// The measurement the file's choices come from, in its name. Version 1
+// (a name without it) timed each engine's first, cold launches and chose
+// on noise: its choices are left unread, and measured again.
+constexpr int kFileVersion = 2;
 
 // The choices' file for a device of compute capability `sm_version` (major
 // * 10 + minor) and cuDNN `version` (cudnnGetVersion()).
@@ -44,6 +57,15 @@ void record(const std::string& path, const std::string& key, const std::string& 
 // torn or foreign line is skipped, not trusted).
 std::string line_of(const std::string& key, const std::string& engine);
 bool parse_line(const std::string& line, std::string* key, std::string* engine);
+
+// Of engines measured at `times` (each one's time a run, any unit), the
+// position of the one to run: `heuristic` (the heuristics' own choice's
+// position) unless another is faster than it by more than `margin` (a
+// fraction of its time: 0.03 is 3%, the timing's noise), then the fastest.
+// Without the heuristics' engine among them (heuristic outside times) the
+// fastest; a time that is not a number >= 0 is never chosen; -1 when none
+// can be.
+int choose_plan(const std::vector<double>& times, int heuristic, double margin);
 
 }  // namespace tuning
 }  // namespace cudnn
