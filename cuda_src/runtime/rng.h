@@ -16,7 +16,8 @@
 // next counter, blocks finished}. A draw is one kernel: every thread reads
 // the seed and counter, each block counts itself finished in word 2 once its
 // threads have read them, and the block that finishes last advances the
-// counter by what the draw used and puts word 2 back to 0 (0 between draws).
+// counter by what the draw used, its ticket putting word 2 back to 0 (0
+// between draws).
 // Inside a graph that kernel is a node like any other, so each replay reads
 // the counter the previous one left and draws new numbers, with no host
 // step between replays. (torch gets the same effect differently: its

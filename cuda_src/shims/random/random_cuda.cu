@@ -66,9 +66,11 @@ __device__ __forceinline__ void values_at(const Draw& d, const philox::Modulus& 
 // state: {seed, next counter, blocks of this draw finished} (rng.h). Every
 // thread reads the counter before its block takes a ticket, and only the
 // block that takes the last ticket writes it, so no block can read a
-// counter this draw has already advanced; that block also puts the ticket
-// back to 0 for the next draw. Inside a graph the kernel is one node, so
-// each replay continues from the counter the previous one left.
+// counter this draw has already advanced. atomicInc with the limit
+// gridDim.x - 1 puts the count back to 0 as it hands out the last ticket
+// (the count is word 2's low half; its high half stays 0). Inside a graph
+// the kernel is one node, so each replay continues from the counter the
+// previous one left.
 template <typename T, Kind K, int Per>
 __global__ void __launch_bounds__(kThreads)
     fill(Draw d, philox::Modulus m, uint64_t* state, Layout layout, T* out, int64_t n, uint64_t blocks,
@@ -89,12 +91,10 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();  // this block's reads of state[1] come before its ticket
   if (threadIdx.x == 0) {
-    auto* finished = reinterpret_cast<unsigned long long*>(state + 2);
     __threadfence();
-    if (atomicAdd(finished, 1ull) == gridDim.x - 1) {
-      __threadfence();  // every block's ticket, so its reads, before the writes
+    if (atomicInc(reinterpret_cast<unsigned int*>(state + 2), gridDim.x - 1) == gridDim.x - 1) {
+      __threadfence();  // every block's ticket, so its reads, before the write
       state[1] = first + blocks;
-      *finished = 0;
     }
   }
 }
