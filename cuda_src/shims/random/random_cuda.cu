@@ -71,7 +71,12 @@ __device__ __forceinline__ void values_at(const Draw& d, const philox::Modulus& 
 // (the count is word 2's low half; its high half stays 0). Inside a graph
 // the kernel is one node, so each replay continues from the counter the
 // previous one left.
-template <typename T, Kind K, int Per>
+//
+// A strided out (randint_low_out's alone: the factories make contiguous
+// tensors) has a kernel of its own, whose divisions for the offsets would
+// otherwise take the registers of every draw's kernel (50 against 32, half
+// the threads resident at once).
+template <typename T, Kind K, int Per, bool Strided>
 __global__ void __launch_bounds__(kThreads)
     fill(Draw d, philox::Modulus m, uint64_t* state, Layout layout, T* out, int64_t n, uint64_t blocks,
          bool vector) {
@@ -81,12 +86,16 @@ __global__ void __launch_bounds__(kThreads)
   for (uint64_t b = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x; b < blocks; b += step) {
     values_at<T, K, Per>(d, m, seed, first + b, values);
     const int64_t i = static_cast<int64_t>(b) * Per;
-    if (vector && i + Per <= n) {
-      store_block<T, Per>(out + i, values);
-    } else {
+    if constexpr (Strided) {
 #pragma unroll
       for (int j = 0; j < Per; ++j)
         if (i + j < n) out[layout.offset(i + j)] = values[j];
+    } else if (vector && i + Per <= n) {
+      store_block<T, Per>(out + i, values);
+    } else {  // the last block, or an out not aligned to the vector stores
+#pragma unroll
+      for (int j = 0; j < Per; ++j)
+        if (i + j < n) out[i + j] = values[j];
     }
   }
   __syncthreads();  // this block's reads of state[1] come before its ticket
@@ -130,8 +139,11 @@ struct Launch {
 
 template <typename T, Kind K, int Per>
 aotirt_status launch(const Launch& l, const Draw& d, const philox::Modulus& m, T* out) {
-  const bool vector = l.layout->contiguous && reinterpret_cast<uintptr_t>(out) % kStoreWidth<T, Per> == 0;
-  fill<T, K, Per><<<l.grid, kThreads, 0, l.stream>>>(d, m, l.state, *l.layout, out, l.n, l.blocks, vector);
+  const bool vector = reinterpret_cast<uintptr_t>(out) % kStoreWidth<T, Per> == 0;
+  if (l.layout->contiguous)
+    fill<T, K, Per, false><<<l.grid, kThreads, 0, l.stream>>>(d, m, l.state, *l.layout, out, l.n, l.blocks, vector);
+  else
+    fill<T, K, Per, true><<<l.grid, kThreads, 0, l.stream>>>(d, m, l.state, *l.layout, out, l.n, l.blocks, false);
   AOTIRT_CUDA_TRY(cudaGetLastError());
   return AOTIRT_OK;
 }
