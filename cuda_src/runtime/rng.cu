@@ -1,6 +1,6 @@
 // The random number generators' state (rng.h): seeds, the host counter and
-// the per-device {seed, counter} words, with the two one-thread kernels that
-// write them.
+// the per-device {seed, counter, finished} words, with the one-thread kernel
+// that seeds them (the draws' kernel advances them: shims/random/).
 
 #include "runtime/rng.h"
 
@@ -16,9 +16,8 @@ namespace {
 __global__ void write_state(uint64_t* words, uint64_t seed, uint64_t counter) {
   words[0] = seed;
   words[1] = counter;
+  words[2] = 0;  // no block of a draw has finished
 }
-
-__global__ void advance_state(uint64_t* words, uint64_t blocks) { words[1] += blocks; }
 
 // AOTIRT_SEED, read once: a value strtoull takes whole, decimal or 0x-hex.
 aotirt_status initial_seed(uint64_t* out) {
@@ -97,8 +96,8 @@ aotirt_status Generator::use_on_device(int device, Stream* stream, uint64_t** wo
     AOTIRT_TRY(seed_locked(&seed));
     StreamRef home = StreamRef::share(stream);
     StorageRef storage;
-    AOTIRT_TRY(allocate_storage(2 * sizeof(uint64_t), AOTIRT_DEVICE_CUDA, device, home, &storage));
-    const int64_t size = 2;
+    AOTIRT_TRY(allocate_storage(kDeviceStateWords * sizeof(uint64_t), AOTIRT_DEVICE_CUDA, device, home, &storage));
+    const int64_t size = kDeviceStateWords;
     Tensor* made = nullptr;
     AOTIRT_TRY(make_tensor(storage, 1, &size, nullptr, 0, AOTIRT_DTYPE_INT64, home, &made));
     std::unique_ptr<Tensor> owned(made);
@@ -114,12 +113,6 @@ aotirt_status Generator::use_on_device(int device, Stream* stream, uint64_t** wo
   }
   *words = static_cast<uint64_t*>(state->data());
   *lock = std::move(held);
-  return AOTIRT_OK;
-}
-
-aotirt_status advance_device_counter(uint64_t* words, uint64_t blocks, cudaStream_t stream) {
-  advance_state<<<1, 1, 0, stream>>>(words, blocks);
-  AOTIRT_CUDA_TRY(cudaGetLastError());
   return AOTIRT_OK;
 }
 

@@ -12,14 +12,18 @@
 // Why the CUDA state lives in device memory. A CUDA graph replays the
 // kernel arguments it captured; a seed and counter passed as arguments would
 // make every replay draw the numbers of the capture. So, per device, the
-// generator keeps {seed, next counter} in 16 bytes of device memory: a draw
-// kernel reads them there, and a one-thread kernel queued right after it
-// advances the counter by what the draw used. Inside a graph the two are
-// nodes like any other, so each replay reads the counter the previous one
-// left and draws new numbers, with no host step between replays. (torch gets
-// the same effect differently: its kernels add a captured per-graph offset
-// to a seed and offset read from device tensors, which the host refreshes
-// before each replay, CUDAGeneratorImpl's replay_prologue.) Nothing here
+// generator keeps kDeviceStateWords 64-bit words in device memory: {seed,
+// next counter, blocks finished}. A draw is one kernel: every thread reads
+// the seed and counter, each block counts itself finished in word 2 once its
+// threads have read them, and the block that finishes last advances the
+// counter by what the draw used, its ticket putting word 2 back to 0 (0
+// between draws).
+// Inside a graph that kernel is a node like any other, so each replay reads
+// the counter the previous one left and draws new numbers, with no host
+// step between replays. (torch gets the same effect differently: its
+// kernels add a captured per-graph offset to a seed and offset read from
+// device tensors, which the host refreshes before each replay,
+// CUDAGeneratorImpl's replay_prologue.) Nothing here
 // waits for the GPU: the state is made, seeded and advanced stream-ordered.
 #pragma once
 
@@ -36,6 +40,7 @@
 namespace aotirt {
 
 constexpr uint64_t kDefaultSeed = 67280421310721ull;  // torch's default_rng_seed_val
+constexpr int kDeviceStateWords = 3;  // {seed, next counter, blocks of the running draw finished}
 
 class Generator {
  public:
@@ -54,10 +59,11 @@ class Generator {
   aotirt_status reserve_host(uint64_t blocks, uint64_t* seed, uint64_t* first);
 
   // A CUDA draw on `stream` (of `device`): `words` receives the device
-  // memory {seed, next counter}, made and seeded on `stream` at first use
+  // memory {seed, next counter, 0} (the draw's kernel advances the counter
+  // and leaves word 2 at 0 again), made and seeded on `stream` at first use
   // (refused while `stream` is being captured: that memory would belong to
   // the graph), with `stream` ordered after the state's earlier users. The
-  // returned lock must be held until the draw and its advance are queued,
+  // returned lock must be held until the draw is queued,
   // so that another stream's draw is ordered after them.
   aotirt_status use_on_device(int device, Stream* stream, uint64_t** words, std::unique_lock<std::mutex>* lock);
 
@@ -68,7 +74,7 @@ class Generator {
   bool seeded_ = false;
   uint64_t seed_ = kDefaultSeed;
   uint64_t host_counter_ = 0;
-  // One int64 [2] tensor per device that has drawn; its `stream` is the one
+  // One int64 [kDeviceStateWords] tensor per device that has drawn; its `stream` is the one
   // that last used it outside a capture.
   std::vector<std::pair<int, std::unique_ptr<Tensor>>> device_states_;
 };
@@ -90,8 +96,5 @@ class GeneratorScope {
  private:
   Generator* previous_;
 };
-
-// Queues state[1] += blocks on `stream` (one thread).
-aotirt_status advance_device_counter(uint64_t* words, uint64_t blocks, cudaStream_t stream);
 
 }  // namespace aotirt

@@ -61,6 +61,36 @@ AOTIRT_HD Words at(uint64_t seed, uint64_t counter) {
 
 AOTIRT_HD uint64_t join(uint32_t lo, uint32_t hi) { return (static_cast<uint64_t>(hi) << 32) | lo; }
 
+// w % range for 32-bit words w and a range in [1, 2^32], without a divide
+// (the CUDA kernel's: a 32-bit modulo by a run-time divisor is a dozen
+// instructions, a 64-bit one a call). Granlund and Montgomery's round-up
+// multiplier ("Division by Invariant Integers using Multiplication", PLDI
+// 1994, figure 4.1): with s = ceil(log2 range) and
+// magic = floor(2^32 (2^s - range) / range) + 1 (< 2^32),
+// w / range = (mulhi(w, magic) + w) >> s exactly for every 32-bit w, the sum
+// taken in 64 bits. A range of 2^32 is kept as 0, where w - q * 0 = w.
+// tests/shims/philox_check.cpp checks it against % on the host.
+struct Modulus {
+  uint32_t range = 1;  // mod 2^32
+  uint32_t magic = 1;
+  uint32_t shift = 0;
+};
+
+inline Modulus modulus_of(uint64_t range) {
+  Modulus m;
+  m.range = static_cast<uint32_t>(range);
+  if (m.range == 0) return m;  // 2^32: any quotient times 0 leaves w
+  while ((uint64_t{1} << m.shift) < range) ++m.shift;
+  m.magic = static_cast<uint32_t>((((uint64_t{1} << m.shift) - range) << 32) / range + 1);
+  return m;
+}
+
+AOTIRT_HD uint32_t remainder(uint32_t w, const Modulus& m) {
+  const uint64_t high = (static_cast<uint64_t>(w) * m.magic) >> 32;
+  const uint32_t quotient = static_cast<uint32_t>((high + w) >> m.shift);
+  return w - quotient * m.range;
+}
+
 // Uniform in [0, 1) with `digits` random bits (torch's: the dtype's
 // significand digits, so every value is exact and 1 is never reached).
 AOTIRT_HD float uniform_float(uint32_t word, int digits) {

@@ -1,9 +1,14 @@
-// The CUDA fill of the random shims: one thread per Philox block, reading
-// {seed, first counter} from the generator's device memory, then one thread
-// advancing the counter (runtime/rng.h says why the state is on the device:
-// so that each replay of a CUDA graph draws new numbers).
+// The CUDA fill of the random shims: one kernel per draw, a grid-stride loop
+// over Philox blocks reading {seed, first counter} from the generator's
+// device memory, whose last block to finish advances the counter
+// (runtime/rng.h says why the state is on the device: so that each replay of
+// a CUDA graph draws new numbers). The kind of draw and the values per block
+// are template arguments, and a contiguous, aligned output takes each
+// block's values in one or two vector stores.
 
 #include <algorithm>
+#include <atomic>
+#include <cstring>
 
 #include "runtime/rng.h"
 #include "runtime/stream.h"
@@ -15,21 +20,132 @@ namespace random {
 namespace {
 
 constexpr int kThreads = 256;
-constexpr uint64_t kMaxBlocks = uint64_t{1} << 16;  // a grid-stride loop covers the rest
 
-template <typename T>
-__global__ void fill(Draw d, const uint64_t* state, Layout layout, T* out, int64_t n, uint64_t blocks) {
+// The unsigned type of `Bytes` bytes, for one store of a block's values.
+template <int Bytes> struct Word;
+template <> struct Word<1> { using type = uint8_t; };
+template <> struct Word<2> { using type = uint16_t; };
+template <> struct Word<4> { using type = uint32_t; };
+template <> struct Word<8> { using type = uint2; };
+template <> struct Word<16> { using type = uint4; };
+
+// The bytes one vector store writes (and `out` must be aligned to): a
+// block's values, at most 16 (int64's four values take two stores).
+template <typename T, int Per>
+constexpr int kStoreWidth = Per * sizeof(T) < 16 ? Per * static_cast<int>(sizeof(T)) : 16;
+
+template <typename T, int Per>
+__device__ __forceinline__ void store_block(T* at, const T (&values)[4]) {
+  constexpr int bytes = Per * sizeof(T), width = kStoreWidth<T, Per>;
+  using W = typename Word<width>::type;
+  W words[bytes / width];
+  memcpy(words, values, bytes);
+  W* to = reinterpret_cast<W*>(at);
+#pragma unroll
+  for (int k = 0; k < bytes / width; ++k) to[k] = words[k];
+}
+
+template <typename T, Kind K, int Per>
+__device__ __forceinline__ void values_at(const Draw& d, const philox::Modulus& m, uint64_t seed, uint64_t counter,
+                                          T out[4]) {
+  const philox::Words r = philox::at(seed, counter);
+  if constexpr (K == Kind::Uniform) {
+    uniforms<T>(r, out);
+  } else if constexpr (K == Kind::Normal) {
+    normals<T>(r, out);
+  } else if constexpr (Per == 2) {
+    wide_integers<T>(d, r, out);
+  } else {
+    uint32_t residues[4];
+#pragma unroll
+    for (int j = 0; j < 4; ++j) residues[j] = philox::remainder(r.w[j], m);
+    integers<T>(d.low, residues, out);
+  }
+}
+
+// state: {seed, next counter, blocks of this draw finished} (rng.h). Every
+// thread reads the counter before its block takes a ticket, and only the
+// block that takes the last ticket writes it, so no block can read a
+// counter this draw has already advanced. atomicInc with the limit
+// gridDim.x - 1 puts the count back to 0 as it hands out the last ticket
+// (the count is word 2's low half; its high half stays 0). Inside a graph
+// the kernel is one node, so each replay continues from the counter the
+// previous one left.
+//
+// A strided out (randint_low_out's alone: the factories make contiguous
+// tensors) has a kernel of its own, whose divisions for the offsets would
+// otherwise take the registers of every draw's kernel (50 against 32, half
+// the threads resident at once).
+template <typename T, Kind K, int Per, bool Strided>
+__global__ void __launch_bounds__(kThreads)
+    fill(Draw d, philox::Modulus m, uint64_t* state, Layout layout, T* out, int64_t n, uint64_t blocks,
+         bool vector) {
   const uint64_t seed = state[0], first = state[1];
-  const int per = per_block<T>(d);
+  const uint64_t step = static_cast<uint64_t>(gridDim.x) * kThreads;
   T values[4];
-  for (uint64_t b = blockIdx.x * static_cast<uint64_t>(blockDim.x) + threadIdx.x; b < blocks;
-       b += static_cast<uint64_t>(gridDim.x) * blockDim.x) {
-    block_values<T>(d, seed, first + b, values);
-    for (int j = 0; j < per; ++j) {
-      const int64_t i = static_cast<int64_t>(b) * per + j;
-      if (i < n) out[layout.offset(i)] = values[j];
+  for (uint64_t b = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x; b < blocks; b += step) {
+    values_at<T, K, Per>(d, m, seed, first + b, values);
+    const int64_t i = static_cast<int64_t>(b) * Per;
+    if constexpr (Strided) {
+#pragma unroll
+      for (int j = 0; j < Per; ++j)
+        if (i + j < n) out[layout.offset(i + j)] = values[j];
+    } else if (vector && i + Per <= n) {
+      store_block<T, Per>(out + i, values);
+    } else {  // the last block, or an out not aligned to the vector stores
+#pragma unroll
+      for (int j = 0; j < Per; ++j)
+        if (i + j < n) out[i + j] = values[j];
     }
   }
+  __syncthreads();  // this block's reads of state[1] come before its ticket
+  if (threadIdx.x == 0) {
+    __threadfence();
+    if (atomicInc(reinterpret_cast<unsigned int*>(state + 2), gridDim.x - 1) == gridDim.x - 1) {
+      __threadfence();  // every block's ticket, so its reads, before the write
+      state[1] = first + blocks;
+    }
+  }
+}
+
+// Blocks of kThreads threads that fill `device` at full occupancy, torch's
+// grid for its random kernels (where registers allow fewer at once, the
+// rest run as the first finish: each does the same share of the loop),
+// asked of CUDA once per device.
+aotirt_status grid_limit(int device, uint64_t* out) {
+  constexpr int kKnownDevices = 64;
+  static std::atomic<int> known[kKnownDevices] = {};  // 0: not asked yet
+  const bool cached = device >= 0 && device < kKnownDevices;
+  int count = cached ? known[device].load(std::memory_order_relaxed) : 0;
+  if (count == 0) {
+    int sms = 0, threads = 0;
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+    count = std::max(1, sms * std::max(1, threads / kThreads));
+    if (cached) known[device].store(count, std::memory_order_relaxed);
+  }
+  *out = static_cast<uint64_t>(count);
+  return AOTIRT_OK;
+}
+
+struct Launch {
+  unsigned grid;
+  cudaStream_t stream;
+  uint64_t* state;
+  const Layout* layout;
+  int64_t n;
+  uint64_t blocks;
+};
+
+template <typename T, Kind K, int Per>
+aotirt_status launch(const Launch& l, const Draw& d, const philox::Modulus& m, T* out) {
+  const bool vector = reinterpret_cast<uintptr_t>(out) % kStoreWidth<T, Per> == 0;
+  if (l.layout->contiguous)
+    fill<T, K, Per, false><<<l.grid, kThreads, 0, l.stream>>>(d, m, l.state, *l.layout, out, l.n, l.blocks, vector);
+  else
+    fill<T, K, Per, true><<<l.grid, kThreads, 0, l.stream>>>(d, m, l.state, *l.layout, out, l.n, l.blocks, false);
+  AOTIRT_CUDA_TRY(cudaGetLastError());
+  return AOTIRT_OK;
 }
 
 }  // namespace
@@ -45,19 +161,35 @@ aotirt_status run_cuda(const char* name, const Draw& d, Tensor& out) {
   AOTIRT_TRY(stream_for_device(device, &stream));
   AOTIRT_TRY(use_on(out, stream.get()));  // earlier work on out's memory comes first
   const uint64_t blocks = blocks_for(d, out.dtype, n);
+  uint64_t most = 0;
+  AOTIRT_TRY(grid_limit(device, &most));
   uint64_t* words = nullptr;
   std::unique_lock<std::mutex> lock;
   AOTIRT_TRY(current_generator().use_on_device(device, stream.get(), &words, &lock));
   const Layout layout = layout_of(out);
-  const unsigned grid = static_cast<unsigned>(std::min<uint64_t>((blocks + kThreads - 1) / kThreads, kMaxBlocks));
-  const bool known = host::dispatch_dtype(out.dtype, [&](auto zero) {
+  const unsigned grid = static_cast<unsigned>(std::min<uint64_t>((blocks + kThreads - 1) / kThreads, most));
+  const Launch l{grid, stream->handle, words, &layout, n, blocks};
+  const bool wide = d.kind == Kind::Integer && d.range > (uint64_t{1} << 32);
+  const philox::Modulus m = d.kind == Kind::Integer && !wide ? philox::modulus_of(d.range) : philox::Modulus{};
+  aotirt_status status = AOTIRT_OK;
+  bool drawn = false;  // stays false for a dtype the kernels do not make
+  host::dispatch_dtype(out.dtype, [&](auto zero) {
     using T = decltype(zero);
-    fill<T><<<grid, kThreads, 0, stream->handle>>>(d, words, layout, static_cast<T*>(out.data()), n, blocks);
+    T* data = static_cast<T*>(out.data());
+    if (d.kind == Kind::Integer) {
+      drawn = true;
+      status = wide ? launch<T, Kind::Integer, 2>(l, d, m, data) : launch<T, Kind::Integer, 4>(l, d, m, data);
+    } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, __half> ||
+                         std::is_same_v<T, __nv_bfloat16>) {
+      constexpr int per = kIsDouble<T> ? 2 : 4;
+      drawn = true;
+      status = d.kind == Kind::Uniform ? launch<T, Kind::Uniform, per>(l, d, m, data)
+                                       : launch<T, Kind::Normal, per>(l, d, m, data);
+    }
   });
-  if (!known)
+  AOTIRT_TRY(status);
+  if (!drawn)  // (the shims refuse these dtypes first: rand and randn make floating ones only)
     return fail(AOTIRT_ERROR_TYPE, std::string(name) + ": dtype " + dtype_name(out.dtype) + " is not supported");
-  AOTIRT_CUDA_TRY(cudaGetLastError());
-  AOTIRT_TRY(advance_device_counter(words, blocks, stream->handle));
   out.stream = std::move(stream);  // consumers of out now wait for this stream
   return AOTIRT_OK;
 }
