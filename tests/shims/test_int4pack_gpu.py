@@ -5,6 +5,12 @@ _convert_weight_to_int4pack_cuda, bfloat16 activations, scales and zeros.
 
 The packer's own check runs here (no GPU): every nibble of the packed
 weight is the value the layout's documentation says it is.
+
+The shim has three kernels (int4pack_cuda.cu): a GEMV for up to two rows, a
+tensor-core one for more, and the plain tiled one for operands the fast ones'
+vector loads cannot take (a storage offset that breaks their alignment); the
+row counts below cross each boundary (2 / 3, 16 / 17 and 32 / 33 are the
+tensor-core kernel's tile choices), the column counts give odd tile counts.
 """
 
 import ctypes
@@ -13,7 +19,7 @@ import numpy as np
 import pytest
 
 from support.int4pack import cuda_pack, dequantised
-from support.shims import I64, H, dense, last_error, layout, owned, read, rounded, shim
+from support.shims import I64, H, dense, last_error, layout, owned, read, rounded, shim, view
 
 DEV = "cuda:0"
 
@@ -83,3 +89,78 @@ def test_bad_arguments_are_refused():
     assert mm(xf.ptr, wh.ptr, 32, szh.ptr, ctypes.byref(out)) != 0 and "bfloat16" in last_error()
     xc, _ = dense(rounded(rng.standard_normal((2, 128)), "bfloat16"), "cpu", "bfloat16")
     assert mm(xc.ptr, wh.ptr, 32, szh.ptr, ctypes.byref(out)) != 0 and "CUDA tensors" in last_error()
+
+
+def operands(rng, n, k, group):
+    q = rng.integers(0, 16, (n, k))
+    scales = rng.uniform(0.01, 0.1, (k // group, n))
+    zeros = rng.uniform(-0.5, 0.5, (k // group, n))
+    sz = rounded(np.stack([scales, zeros], axis=-1), "bfloat16")
+    # The kernels round each dequantised weight to bfloat16, as torch's does.
+    return q, sz, rounded(dequantised(q, sz, group), "bfloat16")
+
+
+def product(xh, wh, group, szh, m, n):
+    out = H()
+    mm = shim("aoti_torch_cuda__weight_int4pack_mm", H, H, I64, H, ctypes.c_void_p)
+    assert mm(xh.ptr, wh.ptr, group, szh.ptr, ctypes.byref(out)) == 0, last_error()
+    out = owned([out])[0]
+    assert layout(out)[:3] == ((m, n), (n, 1), "bfloat16")
+    return read(out)
+
+
+def assert_close(got, want):
+    np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * max(np.abs(want).max(), 1e-30))
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("inner", [2, 4, 8])
+@pytest.mark.parametrize("group", [32, 128])
+@pytest.mark.parametrize("n", [8, 264])
+@pytest.mark.parametrize("k", ["min", 4096])
+def test_every_kernel_matches_the_dequantised_product(k, n, group, inner):
+    k = max(inner * 16, group) if k == "min" else k
+    rng = np.random.default_rng([k, n, group, inner])
+    q, sz, w = operands(rng, n, k, group)
+    wh, _ = dense(cuda_pack(q, inner), DEV)
+    szh, _ = dense(sz, DEV, "bfloat16")
+    for m in (1, 2, 3, 8, 16, 17, 33, 64, 100):
+        x = rounded(rng.standard_normal((m, k)), "bfloat16")
+        xh, _ = dense(x, DEV, "bfloat16")
+        assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("group,inner", [(64, 8), (256, 4)])
+@pytest.mark.parametrize("m", [1, 2, 40])
+def test_other_group_sizes(m, group, inner):
+    n, k = 72, 1024
+    rng = np.random.default_rng([m, group, inner])
+    q, sz, w = operands(rng, n, k, group)
+    x = rounded(rng.standard_normal((m, k)), "bfloat16")
+    xh, _ = dense(x, DEV, "bfloat16")
+    wh, _ = dense(cuda_pack(q, inner), DEV)
+    szh, _ = dense(sz, DEV, "bfloat16")
+    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("shifted", ["weight", "activations"])
+@pytest.mark.parametrize("m", [1, 20])
+def test_unaligned_operands_take_the_plain_kernel(m, shifted):
+    """A storage offset of one element leaves the weight 4 bytes past a
+    16-byte boundary, or A 2 bytes past a 4-byte one: the plain kernel runs."""
+    n, k, group, inner = 40, 256, 32, 8
+    rng = np.random.default_rng([m, len(shifted)])
+    q, sz, w = operands(rng, n, k, group)
+    x = rounded(rng.standard_normal((m, k)), "bfloat16")
+    packed = cuda_pack(q, inner)
+    if shifted == "weight":
+        strides = [s // 4 for s in packed.strides]
+        wh, _ = view(np.concatenate([[0], packed.ravel()]).astype(np.int32), packed.shape, strides, 1, DEV)
+        xh, _ = dense(x, DEV, "bfloat16")
+    else:
+        wh, _ = dense(packed, DEV)
+        xh, _ = view(np.concatenate([[0.0], x.ravel()]), (m, k), (k, 1), 1, DEV, "bfloat16")
+    szh, _ = dense(sz, DEV, "bfloat16")
+    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)

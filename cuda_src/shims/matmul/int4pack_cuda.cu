@@ -20,9 +20,14 @@
 // bfloat16: (q - 8) * scale + zero, with qScaleAndZeros bfloat16
 // [k / qGroupSize][n][2] holding (scale, zero).
 //
-// The kernel is the plain tiled one (each block dequantises a tile of W into
-// shared memory, then every thread adds its outputs' products in float), not
-// torch's tensor-core tinygemm: correct first; the layout is what must agree.
+// Three kernels: up to int4pack::kGemvMaxRows (2) rows, a weight-streaming
+// GEMV (int4pack_gemv.cuh); more rows, tensor-core mma.sync (int4pack_mma.cuh);
+// both need aligned pointers (a tensor with a storage offset may not be) and
+// sm_80, and anything else takes the plain tiled kernel below (each block
+// dequantises a tile of W into shared memory, then every thread adds its
+// outputs' products in float). The fast ones dequantise in one bfloat16 fma
+// as torch's does; the plain one rounds a float fma to bfloat16, which can
+// differ from that in the last bit of a weight.
 
 #include <cuda_bf16.h>
 
@@ -35,6 +40,8 @@
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
+#include "shims/matmul/int4pack_gemv.cuh"
+#include "shims/matmul/int4pack_mma.cuh"
 #include "shims/shim_helpers.h"
 
 namespace aotirt {
@@ -136,6 +143,23 @@ aotirt_status check(const Tensor* a, const Tensor* b, int64_t group_size, const 
   return AOTIRT_OK;
 }
 
+bool aligned(const Tensor* t, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(t->data()) % bytes == 0; }
+
+// The fast kernels' preconditions: their vector loads' alignment (the weight's
+// per-lane vector is inner * 2 bytes, A and the scales are read as 32-bit
+// pairs), bfloat16 fma and mma.sync (sm_80), and the mma grid's row limit.
+bool fast_path_fits(const Tensor* a, const Tensor* b, const Tensor* sz, const Shape& s, int sm) {
+  if (sm < 80 || !aligned(a, 4) || !aligned(sz, 4)) return false;
+  if (s.m <= int4pack::kGemvMaxRows) return aligned(b, 16);
+  return aligned(b, uintptr_t(s.inner_k_tiles) * 2) && int4pack::mma_row_blocks(s.m) <= 65535;
+}
+
+int group_shift(int group_size) {
+  int shift = 0;
+  while ((1 << shift) < group_size) ++shift;
+  return shift;  // group_size is 32, 64, 128 or 256, so exact
+}
+
 aotirt_status run(const Tensor* a, const Tensor* b, int64_t group_size, const Tensor* sz, Tensor** ret) {
   if (!a || !b || !sz || !ret) return null_argument(kName);
   Shape s{};
@@ -155,12 +179,26 @@ aotirt_status run(const Tensor* a, const Tensor* b, int64_t group_size, const Te
     AOTIRT_TRY(use_on(*b, stream.get()));
     AOTIRT_TRY(use_on(*sz, stream.get()));
     AOTIRT_TRY(use_on(*out, stream.get()));
-    const dim3 grid((s.n + kTileN - 1) / kTileN, (s.m + kTileM - 1) / kTileM);
-    if (grid.y > 65535) return refuse("m = " + std::to_string(s.m) + " is more rows than this kernel takes");
-    int4_mm<<<grid, kThreads, 0, stream->handle>>>(static_cast<const uint16_t*>(a->data()),
-                                                   static_cast<const int32_t*>(b->data()),
-                                                   static_cast<const uint16_t*>(sz->data()),
-                                                   static_cast<__nv_bfloat16*>(out->data()), s);
+    int sm = 0;
+    AOTIRT_TRY(compute_capability(device, &sm));
+    if (fast_path_fits(a, b, sz, s, sm)) {
+      const auto* a_pairs = static_cast<const uint32_t*>(a->data());
+      const auto* packed = static_cast<const int32_t*>(b->data());
+      const auto* pairs = static_cast<const uint32_t*>(sz->data());
+      auto* c = static_cast<__nv_bfloat16*>(out->data());
+      const int shift = group_shift(s.group_size);
+      if (s.m <= int4pack::kGemvMaxRows)
+        int4pack::launch_gemv(s.m, s.inner_k_tiles, a_pairs, packed, pairs, c, s.n, s.k, shift, stream->handle);
+      else
+        int4pack::launch_mma(s.m, s.inner_k_tiles, a_pairs, packed, pairs, c, s.n, s.k, shift, stream->handle);
+    } else {
+      const dim3 grid((s.n + kTileN - 1) / kTileN, (s.m + kTileM - 1) / kTileM);
+      if (grid.y > 65535) return refuse("m = " + std::to_string(s.m) + " is more rows than this kernel takes");
+      int4_mm<<<grid, kThreads, 0, stream->handle>>>(static_cast<const uint16_t*>(a->data()),
+                                                     static_cast<const int32_t*>(b->data()),
+                                                     static_cast<const uint16_t*>(sz->data()),
+                                                     static_cast<__nv_bfloat16*>(out->data()), s);
+    }
     AOTIRT_CUDA_TRY(cudaGetLastError());
   }
   *ret = out.release();
