@@ -202,8 +202,15 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   int64_t most = 0;
   for (const GraphPlan::Timing& t : plan.timings) most = t.workspace > most ? t.workspace : most;
   StorageRef workspace;
-  if (most > 0)
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace));
+  // An engine's workspace the pool cannot give (some want far more than the
+  // heuristics' choice) is no reason to fail a call that runs without it.
+  if (most > 0 &&
+      allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace) != AOTIRT_OK) {
+    debug_log(std::string(who) + ": cuDNN tuning could not allocate the engines' largest workspace (" +
+              std::to_string(most) + " bytes) for a " + what() + ": nothing measured");
+    plan.timings.clear();
+    return AOTIRT_OK;
+  }
   void* space = workspace ? workspace->data : nullptr;
   auto leave_out = [&](const GraphPlan::Timing& t, fe::error_t status) {  // get_message is not const
     debug_log(std::string(who) + ": cuDNN tuning leaves out engine " + t.engine + " for a " + what() + ": " +

@@ -40,6 +40,11 @@ __device__ __forceinline__ WordPlace place_of(int w) {
 //   0x4300 | q is the bfloat16 128 + q (q < 16 fits the 7-bit mantissa), so
 // subtracting 136 leaves q - 8 exactly.
 __device__ __forceinline__ void dequant_word(uint32_t word, uint32_t scale_zero, __nv_bfloat162 out[4]) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  // No bfloat16 arithmetic below sm_80: an AOTIRT_CUDA_ARCHS with such a
+  // target must still compile, and the shim never launches these kernels there.
+  for (int p = 0; p < 4; ++p) out[p] = __nv_bfloat162{};
+#else
   const uint32_t s2 = __byte_perm(scale_zero, 0, 0x1010), z2 = __byte_perm(scale_zero, 0, 0x3232);
   const __nv_bfloat162 scale = *reinterpret_cast<const __nv_bfloat162*>(&s2);
   const __nv_bfloat162 zero = *reinterpret_cast<const __nv_bfloat162*>(&z2);
@@ -51,6 +56,7 @@ __device__ __forceinline__ void dequant_word(uint32_t word, uint32_t scale_zero,
     const __nv_bfloat162 shifted = *reinterpret_cast<const __nv_bfloat162*>(&bits);
     out[p] = __hfma2(__hsub2(shifted, bias), scale, zero);
   }
+#endif
 }
 
 __device__ __forceinline__ uint32_t bits_of(__nv_bfloat162 v) { return *reinterpret_cast<const uint32_t*>(&v); }
