@@ -17,7 +17,11 @@
 // the seed and counter, each block counts itself finished in word 2 once its
 // threads have read them, and the block that finishes last advances the
 // counter by what the draw used, its ticket putting word 2 back to 0 (0
-// between draws).
+// between draws). That count assumes the draws on one state run one after
+// another, which use_on_device's ordering gives eager draws and a graph
+// replayed on the stream it was captured from; two replays of graphs with
+// draws, run at once on two streams, would leave the count wrong until the
+// next seed (the earlier two-kernel scheme would have repeated numbers).
 // Inside a graph that kernel is a node like any other, so each replay reads
 // the counter the previous one left and draws new numbers, with no host
 // step between replays. (torch gets the same effect differently: its
