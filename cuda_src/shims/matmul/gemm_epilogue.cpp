@@ -67,10 +67,15 @@ uint32_t alignment(const void* p) {
 
 // Whether this path takes `p`, and the cuBLAS plan it then follows: the
 // factors read in place (no copies), out written in place as D = out^T.
-bool takes(const Problem& p, gemm_layout::Plan* plan) {
+bool takes(const Problem& p, Epilogue epilogue, gemm_layout::Plan* plan) {
   if (p.int8 || p.batch != 1 || !p.has_self || p.beta != 1.0 || p.alpha == 0.0) return false;
   const int32_t dtype = p.out.dtype;
   if (dtype != AOTIRT_DTYPE_FLOAT32 && dtype != AOTIRT_DTYPE_FLOAT16 && dtype != AOTIRT_DTYPE_BFLOAT16) return false;
+  // float32 gelu stays on cuBLAS and the activation kernel, whose float32
+  // tanh is exact to float32's rounding: how closely cuBLASLt's GELU epilogue
+  // computes it in float32 is not yet measured. The half types' rounding
+  // (2**-8 for bfloat16) hides any approximation there.
+  if (epilogue == Epilogue::GeluBias && dtype == AOTIRT_DTYPE_FLOAT32) return false;
   // torch's rule too: cuBLASLt's heuristic rejects some problems with a
   // dimension of 1 (k == 0 and alpha == 0 are the cuBLAS path's special cases).
   if (p.m < 2 || p.n < 2 || p.k < 2) return false;
@@ -219,7 +224,7 @@ aotirt_status entry_for(const Problem& p, const gemm_layout::Plan& plan, Epilogu
 aotirt_status run_cuda_epilogue(const Problem& p, Epilogue epilogue, StreamRef* stream_out, bool* ran) {
   *ran = false;
   gemm_layout::Plan plan;
-  if (!takes(p, &plan)) return AOTIRT_OK;
+  if (!takes(p, epilogue, &plan)) return AOTIRT_OK;
   const int device = p.out.storage->device_index;
   AOTIRT_TRY(check_device_usable(device));
   DeviceGuard guard;  // a cuBLASLt handle belongs to the device current at its creation
