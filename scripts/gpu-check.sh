@@ -12,6 +12,15 @@
 # The last two split one run in two, for a runner that limits the time of one
 # command (compiling the zoo from scratch takes minutes: it can be a command of
 # its own, python3 tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8).
+# On the device tool's H200 (600 s a command, the machine kept only while
+# commands follow each other within 30 s), the whole check is four commands:
+#   AOTIRT_BUILD_JOBS=6 AOTIRT_ZOO_JOBS=10 scripts/gpu-check.sh --tests-only tests/aoti
+#   scripts/gpu-check.sh --tests-only tests/bench tests/examples tests/python tests/runtime tests/shims
+#   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_PARTS="ops fallback_ops zoo" scripts/gpu-check.sh --bench-only
+#   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_KEEP=1 AOTIRT_BENCH_PARTS="harness bench kernel_times decode" \
+#     scripts/gpu-check.sh --bench-only
+# (each with AOTIRT_CUDA_ARCHS=90 and .deps carried); a command that lands on
+# a fresh machine rebuilds everything first (about 390 s).
 # AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
 # AOTIRT_ZOO_JOBS=N compiles N zoo models at a time (default 8); with
 # AOTIRT_BUILD_JOBS=6 beside it, AOTIRT_ZOO_JOBS=10 had a fresh 16-core H200
