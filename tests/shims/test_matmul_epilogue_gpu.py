@@ -275,9 +275,9 @@ WHICH_PATH = """
     run("relu", None, bias, a, w, act=0)
     run("gelu_half", None, mat((n,), dtype=np.float16), mat((m, k), dtype=np.float16),
         mat((k, n), (1, k), dtype=np.float16), act=1)
+    print("---")
     # left to cuBLAS
     run("gelu_float32", None, bias, a, w, act=1)
-    print("---")
     run("beta", out, bias, a, w, beta=0.5)
     run("alpha0", out, bias, a, w, alpha=0.0)
     run("full", out, mat((m, n)), a, w)
