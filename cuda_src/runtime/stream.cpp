@@ -4,6 +4,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <mutex>
 #include <string>
 #include <unordered_map>
 
@@ -181,20 +182,38 @@ aotirt_status check_cuda_device(int device) {
                                       has + ")");
 }
 
-aotirt_status compute_capability(int device, int* sm_version) {
+aotirt_status device_facts(int device, DeviceFacts* out) {
   constexpr int kKnownDevices = 64;
-  static std::atomic<int> known[kKnownDevices] = {};  // 0: not asked yet
+  static DeviceFacts known[kKnownDevices];
+  static std::atomic<bool> ready[kKnownDevices] = {};
+  static std::mutex asking;
   const bool cached = device >= 0 && device < kKnownDevices;
-  int sm = cached ? known[device].load(std::memory_order_relaxed) : 0;
-  if (sm == 0) {
-    AOTIRT_TRY(check_cuda_device(device));
-    int major = 0, minor = 0;
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
-    sm = major * 10 + minor;
-    if (cached) known[device].store(sm, std::memory_order_relaxed);
+  if (cached && ready[device].load(std::memory_order_acquire)) {
+    *out = known[device];
+    return AOTIRT_OK;
   }
-  *sm_version = sm;
+  AOTIRT_TRY(check_cuda_device(device));
+  std::lock_guard<std::mutex> lock(asking);
+  DeviceFacts facts;
+  int major = 0, minor = 0;
+  AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+  AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&facts.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  AOTIRT_CUDA_TRY(
+      cudaDeviceGetAttribute(&facts.threads_per_multiprocessor, cudaDevAttrMaxThreadsPerMultiProcessor, device));
+  facts.sm_version = major * 10 + minor;
+  if (cached && !ready[device].load(std::memory_order_relaxed)) {
+    known[device] = facts;  // written once, under the lock, before readers may see it
+    ready[device].store(true, std::memory_order_release);
+  }
+  *out = facts;
+  return AOTIRT_OK;
+}
+
+aotirt_status compute_capability(int device, int* sm_version) {
+  DeviceFacts facts;
+  AOTIRT_TRY(device_facts(device, &facts));
+  *sm_version = facts.sm_version;
   return AOTIRT_OK;
 }
 

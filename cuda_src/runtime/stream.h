@@ -70,9 +70,16 @@ using StreamRef = Ref<Stream>;
 // once per process: CUDA fixes it at initialisation.
 aotirt_status check_cuda_device(int device);
 
-// `device`'s compute capability as major * 10 + minor (90 for an H200),
-// asked of CUDA once per device and kept: shims that pick a path by
-// architecture call it on every run.
+// What shims ask of a device on every call (a path by architecture, a grid
+// that fills the device), asked of CUDA once per device and kept.
+struct DeviceFacts {
+  int sm_version = 0;                  // major * 10 + minor (90 for an H200)
+  int multiprocessors = 0;
+  int threads_per_multiprocessor = 0;  // resident at once, at most
+};
+aotirt_status device_facts(int device, DeviceFacts* out);
+
+// device_facts' sm_version.
 aotirt_status compute_capability(int device, int* sm_version);
 
 aotirt_status shared_stream(int device, StreamRef* out);

@@ -7,7 +7,6 @@
 // block's values in one or two vector stores.
 
 #include <algorithm>
-#include <atomic>
 #include <cstring>
 
 #include "runtime/rng.h"
@@ -110,21 +109,12 @@ __global__ void __launch_bounds__(kThreads)
 
 // Blocks of kThreads threads that fill `device` at full occupancy, torch's
 // grid for its random kernels (where registers allow fewer at once, the
-// rest run as the first finish: each does the same share of the loop),
-// asked of CUDA once per device.
+// rest run as the first finish: each does the same share of the loop).
 aotirt_status grid_limit(int device, uint64_t* out) {
-  constexpr int kKnownDevices = 64;
-  static std::atomic<int> known[kKnownDevices] = {};  // 0: not asked yet
-  const bool cached = device >= 0 && device < kKnownDevices;
-  int count = cached ? known[device].load(std::memory_order_relaxed) : 0;
-  if (count == 0) {
-    int sms = 0, threads = 0;
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    AOTIRT_CUDA_TRY(cudaDeviceGetAttribute(&threads, cudaDevAttrMaxThreadsPerMultiProcessor, device));
-    count = std::max(1, sms * std::max(1, threads / kThreads));
-    if (cached) known[device].store(count, std::memory_order_relaxed);
-  }
-  *out = static_cast<uint64_t>(count);
+  DeviceFacts facts;
+  AOTIRT_TRY(device_facts(device, &facts));
+  const int per_multiprocessor = std::max(1, facts.threads_per_multiprocessor / kThreads);
+  *out = static_cast<uint64_t>(std::max(1, facts.multiprocessors * per_multiprocessor));
   return AOTIRT_OK;
 }
 
