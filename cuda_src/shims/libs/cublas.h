@@ -24,6 +24,22 @@ constexpr int kCompute64F = 70;     // CUBLAS_COMPUTE_64F
 constexpr int kCompute32I = 72;     // CUBLAS_COMPUTE_32I
 constexpr int kGemmDefault = -1;    // CUBLAS_GEMM_DEFAULT
 
+// The cudaDataType_t of an aotirt dtype, for cuBLAS's and cuBLASLt's
+// matrices; each caller passes only the dtypes its problem admits (float32
+// for the rest).
+inline cudaDataType_t data_type(int32_t dtype) {
+  switch (dtype) {
+    case AOTIRT_DTYPE_INT8: return CUDA_R_8I;
+    case AOTIRT_DTYPE_INT32: return CUDA_R_32I;
+    case AOTIRT_DTYPE_FLOAT64: return CUDA_R_64F;
+    case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
+    case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
+    case AOTIRT_DTYPE_FLOAT8_E4M3FN: return CUDA_R_8F_E4M3;
+    case AOTIRT_DTYPE_FLOAT8_E5M2: return CUDA_R_8F_E5M2;
+    default: return CUDA_R_32F;
+  }
+}
+
 struct Api {
   Status (*create)(Handle*);                         // cublasCreate_v2
   Status (*set_stream)(Handle, cudaStream_t);        // cublasSetStream_v2

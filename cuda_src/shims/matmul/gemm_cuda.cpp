@@ -29,17 +29,6 @@ aotirt_status contiguous_copy(const Tensor& t, const StreamRef& stream, Tensor* 
 
 bool fits_int(int64_t v) { return v >= 0 && v <= INT_MAX; }
 
-cudaDataType_t data_type(int32_t dtype) {
-  switch (dtype) {
-    case AOTIRT_DTYPE_INT8: return CUDA_R_8I;
-    case AOTIRT_DTYPE_INT32: return CUDA_R_32I;
-    case AOTIRT_DTYPE_FLOAT64: return CUDA_R_64F;
-    case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
-    case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
 }  // namespace
 
 aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
@@ -117,8 +106,8 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
   const int32_t alpha_i = static_cast<int32_t>(alpha), beta_i = 0;
   const void* alpha_ptr = p.int8 ? static_cast<const void*>(&alpha_i) : f64 ? static_cast<const void*>(&alpha) : &alpha_f;
   const void* beta_ptr = p.int8 ? static_cast<const void*>(&beta_i) : f64 ? static_cast<const void*>(&p.beta) : &beta_f;
-  const cudaDataType_t type = data_type(p.int8 ? AOTIRT_DTYPE_INT8 : p.out.dtype);
-  const cudaDataType_t c_type = data_type(p.out.dtype);
+  const cudaDataType_t type = cublas::data_type(p.int8 ? AOTIRT_DTYPE_INT8 : p.out.dtype);
+  const cudaDataType_t c_type = cublas::data_type(p.out.dtype);
   const int m = static_cast<int>(plan.m), n = static_cast<int>(plan.n), kk = static_cast<int>(k);
   if (p.batch == 1) {
     AOTIRT_TRY(cublas::check(*api, p.name, "cublasGemmEx",

@@ -40,14 +40,6 @@ constexpr uint64_t kMaxWorkspace = uint64_t{32} << 20;  // as scaled_mm's
 // load) is what any of its kernels can rely on.
 constexpr uintptr_t kBiasAlignment = 16;
 
-cudaDataType_t data_type(int32_t dtype) {
-  switch (dtype) {
-    case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
-    case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
 uint32_t epilogue_code(Epilogue e) {
   switch (e) {
     case Epilogue::ReluBias: return cublaslt::kEpilogueReluBias;
@@ -153,7 +145,7 @@ aotirt_status build(const Problem& p, const gemm_layout::Plan& plan, Epilogue ep
   AOTIRT_TRY(set(*e, who, cublaslt::kDescEpilogue, &code, sizeof code));
   // The bias has D's type (cuBLASLt's default, said outright). This call's
   // pointer is set for the heuristic; each call sets its own.
-  const cudaDataType_t type = data_type(p.out.dtype);
+  const cudaDataType_t type = cublas::data_type(p.out.dtype);
   const int32_t bias_type = type;
   AOTIRT_TRY(set(*e, who, cublaslt::kDescBiasDataType, &bias_type, sizeof bias_type));
   AOTIRT_TRY(set(*e, who, cublaslt::kDescBiasPointer, &bias, sizeof bias));

@@ -33,16 +33,6 @@ namespace {
 
 constexpr uint64_t kMaxWorkspace = uint64_t{32} << 20;
 
-cudaDataType_t data_type(int32_t dtype) {
-  switch (dtype) {
-    case AOTIRT_DTYPE_FLOAT8_E4M3FN: return CUDA_R_8F_E4M3;
-    case AOTIRT_DTYPE_FLOAT8_E5M2: return CUDA_R_8F_E5M2;
-    case AOTIRT_DTYPE_FLOAT16: return CUDA_R_16F;
-    case AOTIRT_DTYPE_BFLOAT16: return CUDA_R_16BF;
-    default: return CUDA_R_32F;
-  }
-}
-
 // The descriptors of one call, destroyed at scope exit.
 struct Descriptors {
   const cublaslt::Api* lt = nullptr;
@@ -127,7 +117,7 @@ aotirt_status run_cuda(const Call& call) {
   AOTIRT_TRY(set(call, *lt, d.desc, cublaslt::kDescEpilogue, &epilogue, sizeof epilogue));
   if (call.bias) {
     const void* bias_ptr = call.bias->data();
-    const int32_t bias_type = data_type(call.bias->dtype);
+    const int32_t bias_type = cublas::data_type(call.bias->dtype);
     AOTIRT_TRY(set(call, *lt, d.desc, cublaslt::kDescBiasPointer, &bias_ptr, sizeof bias_ptr));
     AOTIRT_TRY(set(call, *lt, d.desc, cublaslt::kDescBiasDataType, &bias_type, sizeof bias_type));
   }
@@ -140,13 +130,13 @@ aotirt_status run_cuda(const Call& call) {
   const uint64_t m = static_cast<uint64_t>(call.m), n = static_cast<uint64_t>(call.n),
                  k = static_cast<uint64_t>(call.k);
   AOTIRT_TRY(cublaslt::check(*lt, who, "cublasLtMatrixLayoutCreate",
-                             lt->layout_create(&d.a, data_type(b.dtype), k, n, lda)));
+                             lt->layout_create(&d.a, cublas::data_type(b.dtype), k, n, lda)));
   AOTIRT_TRY(cublaslt::check(*lt, who, "cublasLtMatrixLayoutCreate",
-                             lt->layout_create(&d.b, data_type(a.dtype), k, m, ldb)));
+                             lt->layout_create(&d.b, cublas::data_type(a.dtype), k, m, ldb)));
   AOTIRT_TRY(cublaslt::check(*lt, who, "cublasLtMatrixLayoutCreate",
-                             lt->layout_create(&d.c, data_type(c_dtype), n, m, call.n)));
+                             lt->layout_create(&d.c, cublas::data_type(c_dtype), n, m, call.n)));
   AOTIRT_TRY(cublaslt::check(*lt, who, "cublasLtMatrixLayoutCreate",
-                             lt->layout_create(&d.d, data_type(call.out_dtype), n, m, call.n)));
+                             lt->layout_create(&d.d, cublas::data_type(call.out_dtype), n, m, call.n)));
 
   const Key key{device, call.m, call.n, call.k, lda, ldb, a.dtype, b.dtype, call.out_dtype,
                 call.bias ? call.bias->dtype : -1, call.fast_accum};
