@@ -15,9 +15,20 @@
 #include <cuda_bf16.h>
 
 #include <cstdint>
+#include <type_traits>
 
 namespace aotirt {
 namespace int4pack {
+
+// fn(std::integral_constant<int, INNER>) for the weight's inner k tiles, 2, 4
+// or 8 (the shim checks): the launchers' one switch from the run-time value
+// to their kernels' template argument.
+template <typename Fn>
+void with_inner(int inner, Fn&& fn) {
+  if (inner == 2) return fn(std::integral_constant<int, 2>{});
+  if (inner == 4) return fn(std::integral_constant<int, 4>{});
+  return fn(std::integral_constant<int, 8>{});
+}
 
 // Where word w of an n tile's k words sits: its column within the tile and
 // the first k (kt0 * 16 + c) of its four k pairs.

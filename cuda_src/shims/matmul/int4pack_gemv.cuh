@@ -109,9 +109,9 @@ void launch_gemv_inner(int m, const uint32_t* a, const int32_t* packed, const ui
 // m in 1 .. kGemvMaxRows, inner 2, 4 or 8, n a multiple of 8 and > 0.
 inline void launch_gemv(int m, int inner, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
                         __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
-  if (inner == 2) return launch_gemv_inner<2>(m, a, packed, sz, c, n, k, group_shift, stream);
-  if (inner == 4) return launch_gemv_inner<4>(m, a, packed, sz, c, n, k, group_shift, stream);
-  return launch_gemv_inner<8>(m, a, packed, sz, c, n, k, group_shift, stream);
+  with_inner(inner, [&](auto tiles) {
+    launch_gemv_inner<decltype(tiles)::value>(m, a, packed, sz, c, n, k, group_shift, stream);
+  });
 }
 
 }  // namespace int4pack

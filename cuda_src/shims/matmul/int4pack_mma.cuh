@@ -163,9 +163,9 @@ inline int64_t mma_row_blocks(int64_t m) { return m <= 32 ? 1 : (m + 63) / 64; }
 // m >= 1, inner 2, 4 or 8, n a multiple of 8 and > 0.
 inline void launch_mma(int m, int inner, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
                        __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
-  if (inner == 2) return launch_mma_inner<2>(m, a, packed, sz, c, n, k, group_shift, stream);
-  if (inner == 4) return launch_mma_inner<4>(m, a, packed, sz, c, n, k, group_shift, stream);
-  return launch_mma_inner<8>(m, a, packed, sz, c, n, k, group_shift, stream);
+  with_inner(inner, [&](auto tiles) {
+    launch_mma_inner<decltype(tiles)::value>(m, a, packed, sz, c, n, k, group_shift, stream);
+  });
 }
 
 }  // namespace int4pack
