@@ -13,16 +13,25 @@
 # command (compiling the zoo from scratch takes minutes: it can be a command of
 # its own, python3 tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8).
 # On the device tool's H200 (600 s a command, the machine kept only while
-# commands follow each other within 30 s), the whole check is five commands
-# (tests/shims alone holds 3,017 of the suite's 3,909 tests):
-#   AOTIRT_BUILD_JOBS=6 AOTIRT_ZOO_JOBS=10 scripts/gpu-check.sh --tests-only tests/aoti
+# commands follow each other within 30 s, a fresh one bare), the build is made
+# on the developer's machine and carried (AOTIRT_PREBUILT, below), and the
+# whole check is five commands (tests/shims alone holds 3,017 of the suite's
+# 3,909 tests):
+#   AOTIRT_ZOO_JOBS=14 scripts/gpu-check.sh --tests-only tests/aoti
 #   scripts/gpu-check.sh --tests-only tests/shims
 #   scripts/gpu-check.sh --tests-only tests/bench tests/examples tests/python tests/runtime
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_PARTS="ops fallback_ops zoo" scripts/gpu-check.sh --bench-only
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_KEEP=1 AOTIRT_BENCH_PARTS="harness bench kernel_times decode" \
 #     scripts/gpu-check.sh --bench-only
-# (each with AOTIRT_CUDA_ARCHS=90 and .deps carried); a command that lands on
-# a fresh machine rebuilds everything first (about 390 s).
+# (each with AOTIRT_PREBUILT=.prebuilt and .prebuilt carried, or with
+# AOTIRT_CUDA_ARCHS=90 and .deps carried, where a command that lands on a
+# fresh machine rebuilds everything first: about 390 s). The zoo is compiled
+# only by a command that reads it (tests/aoti, the zoo and decode benchmarks).
+# AOTIRT_PREBUILT=DIR unpacks a build packed by scripts/prebuilt.py from this
+# same tree in place of building (it refuses a pack of other sources or for
+# another Python); the pack is made where the toolkit is, with the GPU
+# machine's Python and cuDNN headers:
+#   AOTIRT_CUDA_ARCHS=90 python3.12 setup.py build_ext --inplace && python3.12 scripts/prebuilt.py pack .prebuilt
 # AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
 # AOTIRT_ZOO_JOBS=N compiles N zoo models at a time (default 8); with
 # AOTIRT_BUILD_JOBS=6 beside it, AOTIRT_ZOO_JOBS=10 had a fresh 16-core H200
@@ -74,15 +83,27 @@ if [ -z "${AOTIRT_CUTLASS_INCLUDE:-}" ] && [ -d .deps/cutlass/include ]; then
   export AOTIRT_CUTLASS_INCLUDE=$PWD/.deps/cutlass/include AOTIRT_CUTLASS_FMHA=$PWD/.deps/cutlass/fmha
 fi
 
+# The zoo is compiled only for what reads it: tests/aoti and the zoo and
+# decode benchmarks. A command for another part (tests/shims, say) leaves the
+# machine's cores to the build.
+needs_zoo=0
+if [ "$mode" = all ]; then needs_zoo=1
+elif [ "$mode" = tests ]; then
+  for path in "${test_paths[@]}"; do case "${path%/}" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac; done
+else
+  case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*) needs_zoo=1 ;; esac
+fi
 zoo_start=$(date +%s)
-"$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs "${AOTIRT_ZOO_JOBS:-8}" ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
-  >"$LOGS/zoo-build.log" 2>&1 &
-zoo_pid=$!
-# The constants-by-name tests' models (tests/aoti/build_weights.py), compiled
-# here beside the zoo rather than by the first test that needs them.
-( "$PY" tests/aoti/build_weights.py --device cuda --cache .cache/aoti-weights &&
-  "$PY" tests/aoti/build_weights.py --device cpu --cache .cache/aoti-weights ) >"$LOGS/weights-build.log" 2>&1 &
-weights_pid=$!
+if [ "$needs_zoo" = 1 ]; then
+  "$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs "${AOTIRT_ZOO_JOBS:-8}" ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
+    >"$LOGS/zoo-build.log" 2>&1 &
+  zoo_pid=$!
+  # The constants-by-name tests' models (tests/aoti/build_weights.py), compiled
+  # here beside the zoo rather than by the first test that needs them.
+  ( "$PY" tests/aoti/build_weights.py --device cuda --cache .cache/aoti-weights &&
+    "$PY" tests/aoti/build_weights.py --device cpu --cache .cache/aoti-weights ) >"$LOGS/weights-build.log" 2>&1 &
+  weights_pid=$!
+fi
 
 # setup.py's incremental build, in place (pyx/aotirt), found through
 # PYTHONPATH: pip's editable install builds in a new temporary folder each
@@ -90,21 +111,32 @@ weights_pid=$!
 # 335 s command on the H200, with every source's time restored above).
 export PYTHONPATH="$PWD/pyx${PYTHONPATH:+:$PYTHONPATH}"
 start=$(date +%s)
-if ! "$PY" setup.py build_ext --inplace >"$LOGS/build.log" 2>&1; then
+if [ -n "${AOTIRT_PREBUILT:-}" ]; then
+  # A build made elsewhere from this very tree (scripts/prebuilt.py), carried
+  # here: unpack refuses one made from other sources or for another Python.
+  if ! "$PY" scripts/prebuilt.py unpack "$AOTIRT_PREBUILT" 2>&1 | tee "$LOGS/build.log"; then
+    echo "gpu-check: FAILED at build (the carried build in $AOTIRT_PREBUILT)"
+    [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" 2>/dev/null
+    exit 1
+  fi
+elif ! "$PY" setup.py build_ext --inplace >"$LOGS/build.log" 2>&1; then
   tail -n 60 "$LOGS/build.log"
   echo "gpu-check: FAILED at build"
-  kill "$zoo_pid" "$weights_pid" 2>/dev/null
+  [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" 2>/dev/null
   exit 1
+else
+  echo "built in $(( $(date +%s) - start )) s"
+  grep -m1 "cuDNN" "$LOGS/build.log" || true
+  grep -c "^\[[0-9]*/[0-9]*\]" "$LOGS/build.log" | sed 's/$/ build steps run/' || true
 fi
-echo "built in $(( $(date +%s) - start )) s"
-grep -m1 "cuDNN" "$LOGS/build.log" || true
-grep -c "^\[[0-9]*/[0-9]*\]" "$LOGS/build.log" | sed 's/$/ build steps run/' || true
 
-wait "$zoo_pid"
-zoo_build_rc=$?
-wait "$weights_pid" || { echo "tests/aoti/build_weights.py failed:"; tail -n 20 "$LOGS/weights-build.log"; }
-tail -n 3 "$LOGS/zoo-build.log"
-echo "zoo compiled in $(( $(date +%s) - zoo_start )) s (build.py exit status $zoo_build_rc)"
+if [ "$needs_zoo" = 1 ]; then
+  wait "$zoo_pid"
+  zoo_build_rc=$?
+  wait "$weights_pid" || { echo "tests/aoti/build_weights.py failed:"; tail -n 20 "$LOGS/weights-build.log"; }
+  tail -n 3 "$LOGS/zoo-build.log"
+  echo "zoo compiled in $(( $(date +%s) - zoo_start )) s (build.py exit status $zoo_build_rc)"
+fi
 
 if [ "$mode" != bench ]; then
   AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
