@@ -10,8 +10,7 @@
 // with self copied into the result first, then relu / gelu(approximate=
 // "tanh") in place. Here self may also be any broadcast row ([1, N], or [N]
 // expanded to [M, N] with stride 0, as Inductor passes a Linear's bias).
-// float64 stays on cuBLAS, as do layouts cuBLASLt would need copies for,
-// and float32 gelu (gemm_epilogue.cpp, takes(), says why).
+// float64 stays on cuBLAS, as do layouts cuBLASLt would need copies for.
 #pragma once
 
 #include "aotirt/aotirt.h"
