@@ -8,6 +8,7 @@
 #   scripts/gpu-check.sh --tests-only   # build, zoo, tests (the pytest log is kept in bench/build/)
 #   scripts/gpu-check.sh --tests-only tests/aoti   # the same for a part of the suite
 #   scripts/gpu-check.sh --bench-only   # build, zoo, benchmarks; the summary line reads the kept pytest log
+#   scripts/gpu-check.sh --zoo-only     # the zoo alone (what AOTIRT_ZOO_AHEAD=1 starts detached)
 #
 # The last two split one run in two, for a runner that limits the time of one
 # command (compiling the zoo from scratch takes minutes: it can be a command of
@@ -17,16 +18,19 @@
 # on the developer's machine and carried (AOTIRT_PREBUILT, below), and the
 # whole check is five commands (tests/shims alone holds 3,017 of the suite's
 # 3,909 tests):
-#   AOTIRT_ZOO_JOBS=14 scripts/gpu-check.sh --tests-only tests/aoti
-#   scripts/gpu-check.sh --tests-only tests/shims
+#   AOTIRT_ZOO_AHEAD=1 scripts/gpu-check.sh --tests-only tests/shims
 #   scripts/gpu-check.sh --tests-only tests/bench tests/examples tests/python tests/runtime
+#   scripts/gpu-check.sh --tests-only tests/aoti
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_PARTS="ops fallback_ops zoo" scripts/gpu-check.sh --bench-only
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_KEEP=1 AOTIRT_BENCH_PARTS="harness bench kernel_times decode" \
 #     scripts/gpu-check.sh --bench-only
 # (each with AOTIRT_PREBUILT=.prebuilt and .prebuilt carried, or with
 # AOTIRT_CUDA_ARCHS=90 and .deps carried, where a command that lands on a
 # fresh machine rebuilds everything first: about 390 s). The zoo is compiled
-# only by a command that reads it (tests/aoti, the zoo and decode benchmarks).
+# only by a command that reads it (tests/aoti, the zoo and decode benchmarks);
+# with AOTIRT_ZOO_AHEAD=1 on the first command (tests/shims), it compiles
+# detached meanwhile (318 s beside tests/shims in session 10), and the
+# tests/aoti command waits for it.
 # AOTIRT_PREBUILT=DIR unpacks a build packed by scripts/prebuilt.py from this
 # same tree in place of building (it refuses a pack of other sources or for
 # another Python); the pack is made where the toolkit is, with the GPU
@@ -50,7 +54,8 @@ case "${1:-}" in
   "") ;;
   --tests-only) mode=tests ;;
   --bench-only) mode=bench ;;
-  *) echo "usage: $0 [--tests-only [TEST_PATH...] | --bench-only]" >&2; exit 2 ;;
+  --zoo-only) mode=zoo ;;
+  *) echo "usage: $0 [--tests-only [TEST_PATH...] | --bench-only | --zoo-only]" >&2; exit 2 ;;
 esac
 # --tests-only can take a part of the suite (test files or folders), for a
 # runner whose limit on one command is shorter than the whole suite; the
@@ -59,6 +64,8 @@ shift $(( $# > 0 ? 1 : 0 ))
 if [ "$mode" = tests ] && [ $# -gt 0 ]; then test_paths=("$@"); part=" of $*"; else test_paths=(tests); part=""; fi
 LOGS=${OUT:-/tmp/aotirt-gpu-check}
 KEPT=bench/build                 # ignored by git, kept between two commands on one machine
+# A zoo compile started ahead outlives its command: its logs stay on the machine.
+[ "$mode" = zoo ] && LOGS=$KEPT/zoo-ahead-logs
 mkdir -p "$LOGS" "$KEPT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
@@ -72,7 +79,7 @@ nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader ||
 # seconds (what is built stays cached).
 # The tool copies the tree anew for every command: unchanged sources get back
 # the times they first had here, so the build below redoes only what changed.
-"$PY" scripts/stable-mtimes.py
+[ "$mode" = zoo ] || "$PY" scripts/stable-mtimes.py
 
 # Headers carried in .deps/ (scripts/carry-deps.sh) for a runner without
 # network, where the AOTIRT_* variables do not name others.
@@ -93,6 +100,23 @@ elif [ "$mode" = tests ]; then
 else
   case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*) needs_zoo=1 ;; esac
 fi
+[ "$mode" = zoo ] && needs_zoo=1
+# AOTIRT_ZOO_AHEAD=1: a command that does not read the zoo starts compiling
+# it anyway, detached (setsid), so that it outlives the command and the next
+# command on this machine finds it built; a command that reads the zoo first
+# waits for such a compile to end.
+AHEAD_PID=$KEPT/zoo-ahead.pid
+ahead_alive() { [ -f "$AHEAD_PID" ] && kill -0 "$(cat "$AHEAD_PID")" 2>/dev/null; }
+if [ "$mode" = zoo ]; then
+  echo $$ >"$AHEAD_PID"
+elif [ "$needs_zoo" = 1 ] && ahead_alive; then
+  echo "waiting for the zoo compile started ahead (pid $(cat "$AHEAD_PID"), log $KEPT/zoo-ahead.log)"
+  while ahead_alive; do sleep 2; done
+elif [ "$needs_zoo" = 0 ] && [ "${AOTIRT_ZOO_AHEAD:-0}" = 1 ] && ! ahead_alive; then
+  setsid nohup "$0" --zoo-only </dev/null >"$KEPT/zoo-ahead.log" 2>&1 &
+  echo $! >"$AHEAD_PID"
+  echo "zoo: compiling ahead, detached (log $KEPT/zoo-ahead.log)"
+fi
 zoo_start=$(date +%s)
 if [ "$needs_zoo" = 1 ]; then
   "$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs "${AOTIRT_ZOO_JOBS:-8}" ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
@@ -111,7 +135,9 @@ fi
 # 335 s command on the H200, with every source's time restored above).
 export PYTHONPATH="$PWD/pyx${PYTHONPATH:+:$PYTHONPATH}"
 start=$(date +%s)
-if [ -n "${AOTIRT_PREBUILT:-}" ]; then
+if [ "$mode" = zoo ]; then
+  :  # the zoo needs torch, not aotirt's build
+elif [ -n "${AOTIRT_PREBUILT:-}" ]; then
   # A build made elsewhere from this very tree (scripts/prebuilt.py), carried
   # here: unpack refuses one made from other sources or for another Python.
   if ! "$PY" scripts/prebuilt.py unpack "$AOTIRT_PREBUILT" 2>&1 | tee "$LOGS/build.log"; then
@@ -137,6 +163,7 @@ if [ "$needs_zoo" = 1 ]; then
   tail -n 3 "$LOGS/zoo-build.log"
   echo "zoo compiled in $(( $(date +%s) - zoo_start )) s (build.py exit status $zoo_build_rc)"
 fi
+[ "$mode" = zoo ] && exit "$zoo_build_rc"
 
 if [ "$mode" != bench ]; then
   AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
