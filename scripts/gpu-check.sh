@@ -9,8 +9,9 @@
 #   scripts/gpu-check.sh --tests-only tests/aoti   # the same for a part of the suite
 #   scripts/gpu-check.sh --bench-only   # build, zoo, benchmarks; the summary line reads the kept pytest log
 #   scripts/gpu-check.sh --zoo-only     # the zoo alone (what AOTIRT_ZOO_AHEAD=1 starts detached)
+# (the zoo only where the command reads it, below).
 #
-# The last two split one run in two, for a runner that limits the time of one
+# --tests-only and --bench-only split one run in two, for a runner that limits the time of one
 # command (compiling the zoo from scratch takes minutes: it can be a command of
 # its own, python3 tests/aoti/build.py --device cuda --cache .cache/aoti --jobs 8).
 # On the device tool's H200 (600 s a command, the machine kept only while
@@ -34,8 +35,10 @@
 # AOTIRT_PREBUILT=DIR unpacks a build packed by scripts/prebuilt.py from this
 # same tree in place of building (it refuses a pack of other sources or for
 # another Python); the pack is made where the toolkit is, with the GPU
-# machine's Python and cuDNN headers:
-#   AOTIRT_CUDA_ARCHS=90 python3.12 setup.py build_ext --inplace && python3.12 scripts/prebuilt.py pack .prebuilt
+# machine's Python and cuDNN headers, for the GPU's architecture alone (the
+# tool carries 64 MiB; a pack of the default 80;90 is 67 MiB):
+#   export AOTIRT_CUDA_ARCHS=90
+#   python3.12 setup.py build_ext --inplace && python3.12 scripts/prebuilt.py pack .prebuilt
 # AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
 # AOTIRT_ZOO_JOBS=N compiles N zoo models at a time (default 8); with
 # AOTIRT_BUILD_JOBS=6 beside it, AOTIRT_ZOO_JOBS=10 had a fresh 16-core H200
@@ -90,30 +93,47 @@ if [ -z "${AOTIRT_CUTLASS_INCLUDE:-}" ] && [ -d .deps/cutlass/include ]; then
   export AOTIRT_CUTLASS_INCLUDE=$PWD/.deps/cutlass/include AOTIRT_CUTLASS_FMHA=$PWD/.deps/cutlass/fmha
 fi
 
-# The zoo is compiled only for what reads it: tests/aoti and the zoo and
-# decode benchmarks. A command for another part (tests/shims, say) leaves the
-# machine's cores to the build.
+# The zoo is compiled only for what reads it: tests/aoti, and the zoo,
+# decode, kernel_times and bench benchmarks (the last two time its MLP). A
+# command for another part (tests/shims, say) leaves the machine's cores to
+# the build.
 needs_zoo=0
-if [ "$mode" = all ]; then needs_zoo=1
+if [ "$mode" = all ] || [ "$mode" = zoo ]; then needs_zoo=1
 elif [ "$mode" = tests ]; then
-  for path in "${test_paths[@]}"; do case "${path%/}" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac; done
+  for path in "${test_paths[@]}"; do
+    path=${path#./}
+    case "${path%/}" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac
+  done
 else
-  case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*) needs_zoo=1 ;; esac
+  case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*|*" kernel_times "*|*" bench "*) needs_zoo=1 ;; esac
 fi
-[ "$mode" = zoo ] && needs_zoo=1
-# AOTIRT_ZOO_AHEAD=1: a command that does not read the zoo starts compiling
-# it anyway, detached (setsid), so that it outlives the command and the next
-# command on this machine finds it built; a command that reads the zoo first
-# waits for such a compile to end.
-AHEAD_PID=$KEPT/zoo-ahead.pid
-ahead_alive() { [ -f "$AHEAD_PID" ] && kill -0 "$(cat "$AHEAD_PID")" 2>/dev/null; }
+# AOTIRT_ZOO_AHEAD=1: a tests command that does not read the zoo starts
+# compiling it anyway, detached (setsid), so that it outlives the command and
+# the next command on this machine finds it built. A command that reads the
+# zoo, and every benchmark command (so that no compile runs beside a timing),
+# first waits for such a compile to end: its exit status file appears, or
+# its process is gone (a crash) or a zombie.
+AHEAD_PID=$KEPT/zoo-ahead.pid AHEAD_RC=$KEPT/zoo-ahead.rc
+ahead_alive() {
+  [ -f "$AHEAD_PID" ] && [ ! -f "$AHEAD_RC" ] || return 1
+  local pid state
+  pid=$(cat "$AHEAD_PID")
+  command -v ps >/dev/null || { kill -0 "$pid" 2>/dev/null; return; }
+  state=$(ps -o stat= -p "$pid" 2>/dev/null) || return 1
+  [ -n "$state" ] && [ "${state#Z}" = "$state" ]
+}
 if [ "$mode" = zoo ]; then
   echo $$ >"$AHEAD_PID"
-elif [ "$needs_zoo" = 1 ] && ahead_alive; then
+  rm -f "$AHEAD_RC"
+  trap 'echo $? >"$AHEAD_RC"' EXIT
+elif { [ "$needs_zoo" = 1 ] || [ "$mode" = bench ]; } && ahead_alive; then
   echo "waiting for the zoo compile started ahead (pid $(cat "$AHEAD_PID"), log $KEPT/zoo-ahead.log)"
   while ahead_alive; do sleep 2; done
-elif [ "$needs_zoo" = 0 ] && [ "${AOTIRT_ZOO_AHEAD:-0}" = 1 ] && ! ahead_alive; then
-  setsid nohup "$0" --zoo-only </dev/null >"$KEPT/zoo-ahead.log" 2>&1 &
+  echo "the zoo compile started ahead ended: exit status $(cat "$AHEAD_RC" 2>/dev/null || echo unknown)"
+  cp "$KEPT/zoo-ahead.log" "$LOGS/" 2>/dev/null
+elif [ "$needs_zoo" = 0 ] && [ "$mode" = tests ] && [ "${AOTIRT_ZOO_AHEAD:-0}" = 1 ] && ! ahead_alive; then
+  rm -f "$AHEAD_RC"
+  setsid nohup bash "$PWD/scripts/gpu-check.sh" --zoo-only </dev/null >"$KEPT/zoo-ahead.log" 2>&1 &
   echo $! >"$AHEAD_PID"
   echo "zoo: compiling ahead, detached (log $KEPT/zoo-ahead.log)"
 fi

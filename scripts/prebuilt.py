@@ -18,9 +18,12 @@ inputs differ from this tree's or whose modules are for another Python, so a
 stale build can never be tested in place of the code.
 """
 
+import ctypes
+import glob
 import hashlib
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -31,7 +34,11 @@ PACKAGE = os.path.join("pyx", "aotirt")
 # Everything setup.py reads to make what it writes into the package.
 BUILD_INPUTS = ("setup.py", "pyproject.toml", "cuda_src", "include", PACKAGE)
 INPUT_SUFFIXES = (".cpp", ".cu", ".c", ".h", ".hpp", ".cuh", ".inc", ".pyx", ".pxd")
+# What a pack may put in the package: libraries and the example models' weights.
+OUTPUT_SUFFIXES = (".so", ".weights")
 STAMP = "STAMP.json"
+# The device tool carries at most this much with the tree.
+CARRY_LIMIT = 64 << 20
 
 
 def build_inputs():
@@ -45,7 +52,10 @@ def build_inputs():
             for name in sorted(names):
                 relative = os.path.relpath(os.path.join(folder, name), ROOT)
                 # Cython's generated C++ sits beside the .pyx; it is an output.
-                if name.endswith(INPUT_SUFFIXES) and not (relative.startswith(PACKAGE) and name.endswith(".cpp")):
+                # Under cuda_src, Python writes the example models' weights.
+                generated = relative.startswith(PACKAGE) and name.endswith(".cpp")
+                script = relative.startswith("cuda_src") and name.endswith(".py")
+                if (name.endswith(INPUT_SUFFIXES) and not generated) or script:
                     yield relative
 
 
@@ -66,6 +76,31 @@ def nvcc_version():
     return out.strip().splitlines()[-1]
 
 
+def built_archs(library):
+    """The SM versions whose machine code `library` holds: cuobjdump's list,
+    else the newest compile command setup.py recorded for this Python, else
+    what AOTIRT_CUDA_ARCHS says."""
+    try:
+        out = subprocess.run(["cuobjdump", "--list-elf", library], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        tag = f"cpython-{sys.version_info.major}{sys.version_info.minor}"
+        records = glob.glob(os.path.join(ROOT, "build", f"temp.*-{tag}", "aotirt", "commands", "*core_*.cmd"))
+        out = ""
+        if records:
+            with open(max(records, key=os.path.getmtime)) as f:
+                out = f.read()
+    archs = sorted(set(re.findall(r"sm_(\d+)", out)), key=int)
+    return ";".join(archs) if archs else os.environ.get("AOTIRT_CUDA_ARCHS", "80;90 (the default)")
+
+
+def stale_inputs(files):
+    """Build inputs edited after the last build: newer than every built file.
+    (An incremental build rewrites only what an edit touches, so an input may
+    well be newer than some outputs of a current build, never than all.)"""
+    newest = max(os.path.getmtime(os.path.join(ROOT, f)) for f in files)
+    return [r for r in build_inputs() if os.path.getmtime(os.path.join(ROOT, r)) > newest]
+
+
 def built_files():
     """The build's outputs in the package, relative to the repository."""
     package = os.path.join(ROOT, PACKAGE)
@@ -79,20 +114,32 @@ def built_files():
 
 def pack(dest):
     files = built_files()
+    suffix = sysconfig.get_config_var("EXT_SUFFIX")
     if not any(f.endswith("libaotirt.so") for f in files):
         sys.exit(f"prebuilt: no {PACKAGE}/libaotirt.so here: build first (setup.py build_ext --inplace)")
+    if not any(f.endswith(suffix) for f in files):
+        sys.exit(f"prebuilt: no Cython module for this Python ({suffix}) in {PACKAGE}: build with this Python first")
+    stale = stale_inputs(files)
+    if stale:
+        sys.exit(f"prebuilt: {len(stale)} build input(s) changed after the build ({stale[0]}, ...): build again first")
     if os.path.exists(dest):
+        # Only an earlier pack is replaced: a mistyped destination must not
+        # delete anything else.
+        if not os.path.isdir(dest) or (os.listdir(dest) and not os.path.exists(os.path.join(dest, STAMP))):
+            sys.exit(f"prebuilt: {dest} exists and is not a pack: refused")
         shutil.rmtree(dest)
     for relative in files:
         os.makedirs(os.path.join(dest, os.path.dirname(relative)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, relative), os.path.join(dest, relative))
-    stamp = {"inputs": inputs_digest(), "ext_suffix": sysconfig.get_config_var("EXT_SUFFIX"),
-             "nvcc": nvcc_version(), "archs": os.environ.get("AOTIRT_CUDA_ARCHS", "80;90 (the default)"),
-             "files": files}
+    stamp = {"inputs": inputs_digest(), "ext_suffix": suffix, "nvcc": nvcc_version(),
+             "archs": built_archs(os.path.join(ROOT, PACKAGE, "libaotirt.so")), "files": files}
     with open(os.path.join(dest, STAMP), "w") as f:
         json.dump(stamp, f, indent=1)
     size = sum(os.path.getsize(os.path.join(dest, r)) for r in files)
-    print(f"prebuilt: packed {len(files)} files ({size / 2**20:.1f} MiB) into {dest}")
+    print(f"prebuilt: packed {len(files)} files ({size / 2**20:.1f} MiB, sm {stamp['archs']}) into {dest}")
+    if size > CARRY_LIMIT:
+        print(f"prebuilt: more than the device tool's {CARRY_LIMIT >> 20} MiB: build for the GPU's architecture alone "
+              "(AOTIRT_CUDA_ARCHS=90)", file=sys.stderr)
 
 
 def unpack(source):
@@ -102,6 +149,9 @@ def unpack(source):
     except (OSError, ValueError) as error:
         sys.exit(f"prebuilt: no readable {STAMP} in {source}: {error}")
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
+    keys = ("inputs", "ext_suffix", "nvcc", "archs", "files")
+    if not isinstance(stamp, dict) or not all(key in stamp for key in keys):
+        sys.exit(f"prebuilt: {STAMP} in {source} is not a pack's stamp")
     if stamp["ext_suffix"] != suffix:
         sys.exit(f"prebuilt: the pack's modules are for {stamp['ext_suffix']}, this Python needs {suffix}")
     if stamp["inputs"] != inputs_digest():
@@ -111,6 +161,10 @@ def unpack(source):
         target = os.path.normpath(os.path.join(ROOT, relative))
         if not target.startswith(os.path.join(ROOT, PACKAGE) + os.sep):
             sys.exit(f"prebuilt: the pack names {relative!r}, outside {PACKAGE}: refused")
+        if not relative.endswith(OUTPUT_SUFFIXES):
+            sys.exit(f"prebuilt: the pack names {relative!r}, which no build writes: refused")
+        if not os.path.isfile(os.path.join(source, relative)):
+            sys.exit(f"prebuilt: the pack lists {relative!r} but does not hold it: nothing unpacked")
         targets[relative] = target
     for relative, target in targets.items():
         os.makedirs(os.path.dirname(target), exist_ok=True)
@@ -118,6 +172,12 @@ def unpack(source):
         # must not be rewritten under it.
         shutil.copy2(os.path.join(source, relative), target + ".unpacking")
         os.replace(target + ".unpacking", target)
+    # The library must load here (its CUDA runtime found): a clear message now
+    # rather than an import error in every test.
+    try:
+        ctypes.CDLL(os.path.join(ROOT, PACKAGE, "libaotirt.so"))
+    except OSError as error:
+        sys.exit(f"prebuilt: the unpacked libaotirt.so does not load on this machine: {error}")
     here = nvcc_version()
     print(f"prebuilt: unpacked {len(stamp['files'])} files, built with {stamp['nvcc']} for sm {stamp['archs']}"
           + ("" if here == stamp["nvcc"] else f" (this machine's nvcc: {here})"))

@@ -1,8 +1,11 @@
 """scripts/gpu-check.sh's zoo steps, run on a copy of the script in a small
 tree of its own with a stand-in for Python that records what it is asked to
 run (no GPU, no torch): the zoo is compiled only by a command that reads it,
-AOTIRT_ZOO_AHEAD=1 compiles it detached from a command that does not, and a
-command that reads it waits for that compile to end before its tests."""
+AOTIRT_ZOO_AHEAD=1 compiles it detached from a tests command that does not,
+and a command that reads it, or times anything, waits for that compile.
+
+The stand-in's zoo compile holds until the test opens a gate file, so that
+"still compiling" never depends on how fast the machine is."""
 
 import os
 import shutil
@@ -12,14 +15,17 @@ import time
 
 from support.helpers import REPO
 
-# Records each call with the time it ended; the zoo's compile takes a while.
 STAND_IN = """#!/bin/bash
 case "$*" in
-  *tests/aoti/build.py*) sleep 2 ;;
+  *tests/aoti/build.py*)
+    for _ in $(seq 600); do [ -e "$GATE" ] && break; sleep 0.1; done ;;
   *-m\\ pytest*) echo "1 passed in 0.01s" ;;
 esac
 echo "$(date +%s.%N) $*" >> "$CALLS"
 """
+# The script's settings that the suite's own run may have in its environment.
+SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_BENCH_PARTS",
+            "AOTIRT_BENCH_KEEP", "AOTIRT_BENCH_QUICK")
 
 
 def tree(root):
@@ -28,32 +34,46 @@ def tree(root):
     python = root / "python"
     python.write_text(STAND_IN)
     python.chmod(python.stat().st_mode | stat.S_IEXEC)
-    return python
+
+
+def environment(root, env):
+    full = {k: v for k, v in os.environ.items() if k not in SETTINGS}
+    full.update(PYTHON=str(root / "python"), CALLS=str(root / "calls"), GATE=str(root / "gate"),
+                OUT=str(root / "out"), **env)
+    return full
 
 
 def gpu_check(root, *args, **env):
-    full = dict(os.environ, PYTHON=str(root / "python"), CALLS=str(root / "calls"), OUT=str(root / "out"), **env)
-    full.pop("AOTIRT_PREBUILT", None)
-    return subprocess.run(["bash", str(root / "scripts" / "gpu-check.sh"), *args], cwd=root, env=full,
-                          capture_output=True, text=True, timeout=120)
+    return subprocess.run(["bash", str(root / "scripts" / "gpu-check.sh"), *args], cwd=root,
+                          env=environment(root, env), capture_output=True, text=True, timeout=120)
 
 
-def calls(root):
-    if not (root / "calls").exists():
-        return []
-    return [line.split(" ", 1) for line in (root / "calls").read_text().splitlines()]
+def started(root, *args, **env):
+    return subprocess.Popen(["bash", str(root / "scripts" / "gpu-check.sh"), *args], cwd=root,
+                            env=environment(root, env), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
 
 
 def ran(root, what):
-    return [float(when) for when, command in calls(root) if what in command]
+    if not (root / "calls").exists():
+        return []
+    lines = [line.split(" ", 1) for line in (root / "calls").read_text().splitlines()]
+    return [float(when) for when, command in lines if what in command]
+
+
+def ahead_ended(root):
+    deadline = time.time() + 60
+    while time.time() < deadline and not (root / "bench/build/zoo-ahead.rc").exists():
+        time.sleep(0.1)
+    return (root / "bench/build/zoo-ahead.rc").read_text().strip()
 
 
 def test_only_a_command_that_reads_the_zoo_compiles_it(tmp_path):
     tree(tmp_path)
+    (tmp_path / "gate").touch()
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert not ran(tmp_path, "tests/aoti/build.py")
-    proc = gpu_check(tmp_path, "--tests-only", "tests/aoti/test_aoti_models.py")
+    proc = gpu_check(tmp_path, "--tests-only", "./tests/aoti/test_aoti_models.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert len(ran(tmp_path, "tests/aoti/build.py")) == 1
 
@@ -63,16 +83,18 @@ def test_a_zoo_compiled_ahead_is_waited_for_and_the_zoo_alone_does_not_build(tmp
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_ZOO_AHEAD="1")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert "compiling ahead, detached" in proc.stdout
-    proc = gpu_check(tmp_path, "--tests-only", "tests/aoti")
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "waiting for the zoo compile started ahead" in proc.stdout
-    ahead_end, second_end = ran(tmp_path, "tests/aoti/build.py")
-    tests = ran(tmp_path, "-m pytest")
-    assert len(tests) == 2 and ahead_end < tests[1]
+    second = started(tmp_path, "--tests-only", "tests/aoti")
+    time.sleep(1)
+    assert second.poll() is None  # waiting: the ahead compile holds at the gate
+    (tmp_path / "gate").touch()
+    out, _ = second.communicate(timeout=120)
+    assert second.returncode == 0, out
+    assert "waiting for the zoo compile started ahead" in out and "ended: exit status 0" in out
+    ahead_end = ran(tmp_path, "tests/aoti/build.py")[0]
+    assert len(ran(tmp_path, "-m pytest")) == 2 and ahead_end < ran(tmp_path, "-m pytest")[1]
     # --zoo-only ran no build and restored no source times (the commands
     # beside it do both).
     assert len(ran(tmp_path, "setup.py")) == 2 and len(ran(tmp_path, "stable-mtimes.py")) == 2
-    assert second_end > ahead_end
 
 
 def test_an_ahead_compile_already_running_is_not_started_twice(tmp_path):
@@ -80,8 +102,18 @@ def test_an_ahead_compile_already_running_is_not_started_twice(tmp_path):
     for _ in range(2):
         proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_ZOO_AHEAD="1")
         assert proc.returncode == 0, proc.stdout + proc.stderr
-    deadline = time.time() + 30
-    while time.time() < deadline and len(ran(tmp_path, "tests/aoti/build.py")) < 1:
-        time.sleep(0.2)
-    time.sleep(3)
+    (tmp_path / "gate").touch()
+    assert ahead_ended(tmp_path) == "0"
     assert len(ran(tmp_path, "tests/aoti/build.py")) == 1
+
+
+def test_a_benchmark_command_waits_for_the_compile_and_starts_none(tmp_path):
+    tree(tmp_path)
+    assert gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_ZOO_AHEAD="1").returncode == 0
+    bench = started(tmp_path, "--bench-only", AOTIRT_ZOO_AHEAD="1", AOTIRT_BENCH_PARTS="ops")
+    time.sleep(1)
+    assert bench.poll() is None
+    (tmp_path / "gate").touch()
+    out, _ = bench.communicate(timeout=120)
+    assert "waiting for the zoo compile started ahead" in out, out
+    assert len(ran(tmp_path, "tests/aoti/build.py")) == 1  # the ahead one; "ops" reads no zoo

@@ -20,12 +20,15 @@ def tree(root):
     (root / "scripts").mkdir()
     shutil.copy(os.path.join(REPO, "scripts", "prebuilt.py"), root / "scripts")
     files = {"setup.py": "setup", "cuda_src/runtime/a.cu": "a", "include/aotirt/b.h": "b",
-             "pyx/aotirt/c.pyx": "c", "pyx/aotirt/c.cpp": "generated from c.pyx",
-             "pyx/aotirt/libaotirt.so": "core", f"pyx/aotirt/_c{SUFFIX}": "module",
+             "cuda_src/models/make_weights.py": "weights", "pyx/aotirt/c.pyx": "c",
+             "pyx/aotirt/c.cpp": "generated from c.pyx", f"pyx/aotirt/_c{SUFFIX}": "module",
              "pyx/aotirt/models/add_mul_cuda.so": "model", "pyx/aotirt/models/lib/x.so": "nested model"}
     for name, text in files.items():
         (root / name).parent.mkdir(parents=True, exist_ok=True)
         (root / name).write_text(text)
+    # unpack loads the library it put in place: a real (empty) one.
+    subprocess.run(["cc", "-shared", "-o", str(root / "pyx/aotirt/libaotirt.so"), "-x", "c", "/dev/null"],
+                   check=True, capture_output=True)
 
 
 def prebuilt(root, verb, folder):
@@ -42,12 +45,17 @@ def test_a_pack_unpacks_into_a_fresh_copy_of_the_same_sources(tmp_path):
     stamp = json.loads((tmp_path / "pack" / "STAMP.json").read_text())
     assert sorted(stamp["files"]) == sorted(["pyx/aotirt/libaotirt.so", f"pyx/aotirt/_c{SUFFIX}",
                                              "pyx/aotirt/models/add_mul_cuda.so", "pyx/aotirt/models/lib/x.so"])
+    assert stamp["archs"]
 
     # The GPU machine's copy: the sources alone, no build outputs.
-    shutil.copytree(built, fresh, ignore=shutil.ignore_patterns("*.so", "models", "c.cpp"))
+    def outputs(folder, names):
+        if not folder.endswith(os.path.join("pyx", "aotirt")):
+            return []
+        return [n for n in names if n == "models" or n.endswith((".so", ".cpp"))]
+    shutil.copytree(built, fresh, ignore=outputs)
     unpacked = prebuilt(fresh, "unpack", tmp_path / "pack")
     assert unpacked.returncode == 0, unpacked.stderr
-    assert (fresh / "pyx/aotirt/libaotirt.so").read_text() == "core"
+    assert (fresh / "pyx/aotirt/libaotirt.so").read_bytes() == (built / "pyx/aotirt/libaotirt.so").read_bytes()
     assert (fresh / "pyx/aotirt/models/lib/x.so").read_text() == "nested model"
     assert not list(fresh.rglob("*.unpacking"))
 
@@ -101,3 +109,50 @@ def test_unpack_refuses_a_file_outside_the_package(tmp_path):
     unpacked = prebuilt(tmp_path, "unpack", tmp_path / "pack")
     assert unpacked.returncode != 0 and "outside pyx/aotirt" in unpacked.stderr
     assert (tmp_path / "setup.py").read_text() == "setup"
+
+
+def test_pack_refuses_sources_changed_after_the_build(tmp_path):
+    tree(tmp_path)
+    later = os.path.getmtime(tmp_path / "pyx/aotirt/libaotirt.so") + 10
+    os.utime(tmp_path / "cuda_src/models/make_weights.py", (later, later))
+    packed = prebuilt(tmp_path, "pack", tmp_path / "pack")
+    assert packed.returncode != 0 and "changed after the build" in packed.stderr
+    assert "make_weights.py" in packed.stderr
+
+
+def test_pack_replaces_only_an_earlier_pack(tmp_path):
+    tree(tmp_path)
+    (tmp_path / "keep").mkdir()
+    (tmp_path / "keep" / "notes.txt").write_text("mine")
+    packed = prebuilt(tmp_path, "pack", tmp_path / "keep")
+    assert packed.returncode != 0 and "not a pack" in packed.stderr
+    assert (tmp_path / "keep" / "notes.txt").read_text() == "mine"
+    assert prebuilt(tmp_path, "pack", tmp_path / "pack").returncode == 0
+    assert prebuilt(tmp_path, "pack", tmp_path / "pack").returncode == 0  # an earlier pack: replaced
+
+
+def test_unpack_refuses_a_pack_missing_a_file_or_naming_a_source(tmp_path):
+    tree(tmp_path)
+    assert prebuilt(tmp_path, "pack", tmp_path / "pack").returncode == 0
+    stamp_path = tmp_path / "pack" / "STAMP.json"
+    good = json.loads(stamp_path.read_text())
+    (tmp_path / "pack/pyx/aotirt/models/add_mul_cuda.so").unlink()
+    (tmp_path / "pyx/aotirt/models/add_mul_cuda.so").write_text("the machine's own")
+    unpacked = prebuilt(tmp_path, "unpack", tmp_path / "pack")
+    assert unpacked.returncode != 0 and "does not hold it" in unpacked.stderr
+    assert (tmp_path / "pyx/aotirt/models/add_mul_cuda.so").read_text() == "the machine's own"
+    held = [f for f in good["files"] if not f.endswith("add_mul_cuda.so")]
+    stamp_path.write_text(json.dumps(dict(good, files=held + ["pyx/aotirt/c.pyx"])))
+    unpacked = prebuilt(tmp_path, "unpack", tmp_path / "pack")
+    assert unpacked.returncode != 0 and "which no build writes" in unpacked.stderr
+    stamp_path.write_text(json.dumps({"files": []}))
+    unpacked = prebuilt(tmp_path, "unpack", tmp_path / "pack")
+    assert unpacked.returncode != 0 and "not a pack's stamp" in unpacked.stderr
+
+
+def test_unpack_refuses_a_library_that_does_not_load(tmp_path):
+    tree(tmp_path)
+    (tmp_path / "pyx/aotirt/libaotirt.so").write_text("not an ELF file")
+    assert prebuilt(tmp_path, "pack", tmp_path / "pack").returncode == 0
+    unpacked = prebuilt(tmp_path, "unpack", tmp_path / "pack")
+    assert unpacked.returncode != 0 and "does not load on this machine" in unpacked.stderr
