@@ -13,7 +13,14 @@ import stat
 import subprocess
 import time
 
+import pytest
+
 from support.helpers import REPO
+
+# A shell script's process handling, which the sanitizers' LD_PRELOAD (make
+# asan) does not check and, seen in CI's rehearsal, stalls: `make test` runs these.
+pytestmark = pytest.mark.skipif(os.environ.get("AOTIRT_SANITIZED") == "1",
+                                reason="a shell script's process handling: run by make test, not under the sanitizers")
 
 STAND_IN = """#!/bin/bash
 case "$*" in
