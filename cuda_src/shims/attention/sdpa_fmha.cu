@@ -2,10 +2,10 @@
 // CUTLASS's fused kernel, three instances chosen by head size as torch
 // chooses among its own: 64 queries x 64 keys a block for head sizes up to
 // 64, 64 x 128 up to 128 (both keep the output in registers), 32 x 128 with
-// the output accumulated in memory above that. (Up to 128, torch 2.11 on the
-// H200 runs fmha_cutlassF_f32_aligned_64x128_rf_sm80: 50.6 us at B2 H8 L512
-// E128, where 32 x 128 took 1.15 to 1.18x its time, session 10.) Dropout and bias support are
-// compiled out (inference; a bias goes to cuBLAS).
+// the output accumulated in memory above that. (Up to 128 torch 2.11 runs
+// fmha_cutlassF_f32_aligned_64x128_rf_sm80 on the H200: 50.6 us at B2 H8
+// L512 E128, where 32 x 128 took 1.15 to 1.18x that.) Dropout and bias
+// support are compiled out (inference; a bias goes to cuBLAS).
 
 #include <cuda_runtime.h>
 
