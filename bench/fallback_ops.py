@@ -52,6 +52,8 @@ CASES = [
      "dtype": "float8_e4m3fn", "m": 1024, "k": 4096, "n": 4096},
     {"op": "_weight_int4pack_mm", "model": "int4 decode", "shape": "1x4096 @ 4096x4096 g128", "dtype": "bfloat16",
      "m": 1, "k": 4096, "n": 4096, "group": 128, "inner": 8},
+    {"op": "_weight_int4pack_mm", "model": "int4 decode (8 sequences)", "shape": "8x4096 @ 4096x4096 g128",
+     "dtype": "bfloat16", "m": 8, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "_weight_int4pack_mm", "model": "int4 prefill", "shape": "64x4096 @ 4096x4096 g128",
      "dtype": "bfloat16", "m": 64, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "scatter", "model": "mask", "shape": "x 4096x1024 dim1 index 4096x64", "dtype": "float32",

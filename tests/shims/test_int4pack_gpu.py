@@ -164,3 +164,21 @@ def test_unaligned_operands_take_the_plain_kernel(m, shifted):
         xh, _ = view(np.concatenate([[0.0], x.ravel()]), (m, k), (k, 1), 1, DEV, "bfloat16")
     szh, _ = dense(sz, DEV, "bfloat16")
     assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+
+
+@pytest.mark.gpu
+def test_the_tensor_core_decode_kernel_matches_the_dequantised_product():
+    """AOTIRT_INT4_DECODE=mma (read once per process) sends up to 16 rows to
+    the tensor-core decode kernel: this file's other GPU tests, in a fresh
+    process with it set, cover its row counts (1, 2, 3, 8, 16), every inner
+    tile count and group size, and the unaligned operands it must refuse."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, AOTIRT_INT4_DECODE="mma")
+    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
+                           "-k", "not tensor_core_decode", __file__], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert " passed" in proc.stdout and " failed" not in proc.stdout and " skipped" not in proc.stdout, proc.stdout
