@@ -45,6 +45,24 @@ def cuda_pack(q, inner_k_tiles):
 
 CPU_CAPABILITIES = {"avx512": (64, True), "avx2": (32, True), "default": (32, False)}
 
+# The instruction sets each capability's kernels need, as torch's cpuinfo
+# checks them. Forced through ATEN_CPU_CAPABILITY, torch does not check: it
+# runs those kernels and dies of SIGILL on a CPU without them.
+CPU_CAPABILITY_FLAGS = {"avx512": {"avx512vl", "avx512bw", "avx512dq", "fma"}, "avx2": {"avx2", "fma"}, "default": set()}
+
+
+def cpu_runs(capability):
+    """Whether this machine's CPU has what `capability`'s kernels execute (Linux /proc/cpuinfo)."""
+    needed = CPU_CAPABILITY_FLAGS[capability]
+    if not needed:
+        return True
+    try:
+        with open("/proc/cpuinfo") as info:
+            flags = next((line.split(":", 1)[1].split() for line in info if line.startswith("flags")), [])
+    except OSError:
+        return False
+    return needed <= set(flags)
+
 
 def cpu_pack(q, capability):
     block, interleaved = CPU_CAPABILITIES[capability]
