@@ -6,11 +6,14 @@ _convert_weight_to_int4pack_cuda, bfloat16 activations, scales and zeros.
 The packer's own check runs here (no GPU): every nibble of the packed
 weight is the value the layout's documentation says it is.
 
-The shim has three kernels (int4pack_cuda.cu): a GEMV for up to two rows, a
-tensor-core one for more, and the plain tiled one for operands the fast ones'
-vector loads cannot take (a storage offset that breaks their alignment); the
-row counts below cross each boundary (2 / 3, 16 / 17 and 32 / 33 are the
-tensor-core kernel's tile choices), the column counts give odd tile counts.
+The shim has three kernels (int4pack_cuda.cu): a tensor-core decode kernel
+for up to eight rows whose activations fit its 64 KiB of shared memory and
+are 16-byte aligned, a tensor-core one for more rows, and the plain tiled one
+for operands the fast ones' vector loads cannot take (a storage offset that
+breaks their alignment); the row counts below cross each boundary (8 / 9 for
+the decode kernel, 16 / 17 and 32 / 33 for the tensor-core kernel's tile
+choices), the column counts give odd tile counts (the decode kernel takes
+two n tiles a block).
 """
 
 import ctypes
@@ -124,7 +127,7 @@ def test_every_kernel_matches_the_dequantised_product(k, n, group, inner):
     q, sz, w = operands(rng, n, k, group)
     wh, _ = dense(cuda_pack(q, inner), DEV)
     szh, _ = dense(sz, DEV, "bfloat16")
-    for m in (1, 2, 3, 8, 16, 17, 33, 64, 100):
+    for m in (1, 2, 3, 7, 8, 9, 16, 17, 33, 64, 100):
         x = rounded(rng.standard_normal((m, k)), "bfloat16")
         xh, _ = dense(x, DEV, "bfloat16")
         assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
@@ -167,18 +170,32 @@ def test_unaligned_operands_take_the_plain_kernel(m, shifted):
 
 
 @pytest.mark.gpu
-def test_the_tensor_core_decode_kernel_matches_the_dequantised_product():
-    """AOTIRT_INT4_DECODE=mma (read once per process) sends up to 16 rows to
-    the tensor-core decode kernel: this file's other GPU tests, in a fresh
-    process with it set, cover its row counts (1, 2, 3, 8, 16), every inner
-    tile count and group size, and the unaligned operands it must refuse."""
-    import os
-    import subprocess
-    import sys
+@pytest.mark.parametrize("m,k", [(8, 4096), (8, 4608), (2, 16384), (2, 16896), (1, 14336)])
+def test_the_decode_kernels_room_for_the_activations(m, k):
+    """m * k * 2 bytes up to 64 KiB are staged by the decode kernel (8 x 4096
+    and 2 x 16384 are exactly that); a little past it, the tensor-core kernel
+    takes the rows. k 14336 is several rounds of the decode kernel's
+    k-outer batches."""
+    n, group, inner = 24, 128, 8
+    rng = np.random.default_rng([m, k])
+    q, sz, w = operands(rng, n, k, group)
+    x = rounded(rng.standard_normal((m, k)), "bfloat16")
+    xh, _ = dense(x, DEV, "bfloat16")
+    wh, _ = dense(cuda_pack(q, inner), DEV)
+    szh, _ = dense(sz, DEV, "bfloat16")
+    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
 
-    env = dict(os.environ, AOTIRT_INT4_DECODE="mma")
-    proc = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "-m", "gpu",
-                           "-k", "not tensor_core_decode", __file__], capture_output=True, text=True, env=env,
-                          timeout=600)
-    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
-    assert " passed" in proc.stdout and " failed" not in proc.stdout and " skipped" not in proc.stdout, proc.stdout
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("m", [1, 8])
+def test_activations_off_a_16_byte_boundary_take_the_tensor_core_kernel(m):
+    """Two elements of storage offset leave A 4 bytes past a 16-byte boundary:
+    too little for the decode kernel's 16-byte copies, enough for mma_mm's."""
+    n, k, group, inner = 40, 512, 64, 4
+    rng = np.random.default_rng([m, 16])
+    q, sz, w = operands(rng, n, k, group)
+    x = rounded(rng.standard_normal((m, k)), "bfloat16")
+    xh, _ = view(np.concatenate([[0.0, 0.0], x.ravel()]), (m, k), (k, 1), 2, DEV, "bfloat16")
+    wh, _ = dense(cuda_pack(q, inner), DEV)
+    szh, _ = dense(sz, DEV, "bfloat16")
+    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)

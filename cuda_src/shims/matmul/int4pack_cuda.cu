@@ -20,24 +20,22 @@
 // bfloat16: (q - 8) * scale + zero, with qScaleAndZeros bfloat16
 // [k / qGroupSize][n][2] holding (scale, zero).
 //
-// Four kernels: up to int4pack::kGemvMaxRows (2) rows, a weight-streaming
-// GEMV (int4pack_gemv.cuh), or with AOTIRT_INT4_DECODE=mma a tensor-core
-// decode kernel up to kDecodeMaxRows (int4pack_decode.cuh); more rows,
-// tensor-core mma.sync (int4pack_mma.cuh). The three need aligned pointers
-// (a tensor with a storage offset may not be) and sm_80; anything else takes
-// the plain tiled kernel below (each block dequantises a tile of W into
-// shared memory, then every thread adds its outputs' products in float).
-// The fast ones dequantise in one bfloat16 fma as torch's does; the plain one
-// rounds a float fma to bfloat16, which can differ from that in the last bit
-// of a weight.
+// Three kernels: up to int4pack::kDecodeMaxRows (8) rows, a tensor-core
+// decode kernel with the weight as the A operand and the activations staged
+// in shared memory (int4pack_decode.cuh); more rows, or activations too long
+// to stage, tensor-core mma.sync with the activations as A (int4pack_mma.cuh).
+// Both need aligned pointers (a tensor with a storage offset may not be) and
+// sm_80; anything else takes the plain tiled kernel below (each block
+// dequantises a tile of W into shared memory, then every thread adds its
+// outputs' products in float). The fast ones dequantise in one bfloat16 fma
+// as torch's does; the plain one rounds a float fma to bfloat16, which can
+// differ from that in the last bit of a weight.
 
 #include <cuda_bf16.h>
 
 #include <algorithm>
 #include <climits>
 #include <cstdint>
-#include <cstdlib>
-#include <cstring>
 #include <string>
 
 #include "aotirt/shim.h"
@@ -45,7 +43,6 @@
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
 #include "shims/matmul/int4pack_decode.cuh"
-#include "shims/matmul/int4pack_gemv.cuh"
 #include "shims/matmul/int4pack_mma.cuh"
 #include "shims/shim_helpers.h"
 
@@ -150,30 +147,18 @@ aotirt_status check(const Tensor* a, const Tensor* b, int64_t group_size, const 
 
 bool aligned(const Tensor* t, uintptr_t bytes) { return reinterpret_cast<uintptr_t>(t->data()) % bytes == 0; }
 
-// AOTIRT_INT4_DECODE (read once) picks the kernel for a few rows: "mma", the
-// tensor-core decode kernel (int4pack_decode.cuh) up to kDecodeMaxRows rows;
-// "gemv", the GEMV up to kGemvMaxRows and the prefill kernel above. Either
-// for measuring one against the other and for each one's own tests.
-bool decode_on_tensor_cores() {
-  static const bool mma = [] {
-    const char* text = std::getenv("AOTIRT_INT4_DECODE");
-    return text && std::strcmp(text, "mma") == 0;
-  }();
-  return mma;
-}
-
-enum class Kernel { kDecode, kGemv, kMma, kPlain };
+enum class Kernel { kDecode, kMma, kPlain };
 
 // The fast kernels' preconditions: their vector loads' alignment (the weight's
-// per-lane vector is inner * 2 bytes, A and the scales are read as 32-bit
-// pairs), bfloat16 fma and mma.sync (sm_80), and the mma grid's row limit.
+// per-lane vector is inner * 2 bytes, the decode kernel copies A in 16-byte
+// pieces, the mma kernel reads it and the scales as 32-bit pairs), bfloat16
+// fma and mma.sync (sm_80), the decode kernel's room for A, and the mma
+// grid's row limit.
 Kernel kernel_for(const Tensor* a, const Tensor* b, const Tensor* sz, const Shape& s, int sm) {
-  if (sm < 80 || !aligned(a, 4) || !aligned(sz, 4)) return Kernel::kPlain;
-  const bool words_aligned = aligned(b, uintptr_t(s.inner_k_tiles) * 2);
-  if (decode_on_tensor_cores() && s.m <= int4pack::kDecodeMaxRows)
-    return words_aligned ? Kernel::kDecode : Kernel::kPlain;
-  if (s.m <= int4pack::kGemvMaxRows) return aligned(b, 16) ? Kernel::kGemv : Kernel::kPlain;
-  return words_aligned && int4pack::mma_row_blocks(s.m) <= 65535 ? Kernel::kMma : Kernel::kPlain;
+  if (sm < 80 || !aligned(a, 4) || !aligned(sz, 4) || !aligned(b, uintptr_t(s.inner_k_tiles) * 2))
+    return Kernel::kPlain;
+  if (int4pack::decode_fits(s.m, s.k) && aligned(a, 16)) return Kernel::kDecode;
+  return int4pack::mma_row_blocks(s.m) <= 65535 ? Kernel::kMma : Kernel::kPlain;
 }
 
 int group_shift(int group_size) {
@@ -201,9 +186,9 @@ aotirt_status run(const Tensor* a, const Tensor* b, int64_t group_size, const Te
     AOTIRT_TRY(use_on(*b, stream.get()));
     AOTIRT_TRY(use_on(*sz, stream.get()));
     AOTIRT_TRY(use_on(*out, stream.get()));
-    int sm = 0;
-    AOTIRT_TRY(compute_capability(device, &sm));
-    const Kernel kernel = kernel_for(a, b, sz, s, sm);
+    DeviceFacts facts;
+    AOTIRT_TRY(device_facts(device, &facts));
+    const Kernel kernel = kernel_for(a, b, sz, s, facts.sm_version);
     if (kernel != Kernel::kPlain) {
       const auto* a_pairs = static_cast<const uint32_t*>(a->data());
       const auto* packed = static_cast<const int32_t*>(b->data());
@@ -212,9 +197,8 @@ aotirt_status run(const Tensor* a, const Tensor* b, int64_t group_size, const Te
       const int shift = group_shift(s.group_size);
       cudaStream_t h = stream->handle;
       if (kernel == Kernel::kDecode)
-        int4pack::launch_decode(s.m, s.inner_k_tiles, a_pairs, packed, pairs, c, s.n, s.k, shift, h);
-      else if (kernel == Kernel::kGemv)
-        int4pack::launch_gemv(s.m, s.inner_k_tiles, a_pairs, packed, pairs, c, s.n, s.k, shift, h);
+        AOTIRT_CUDA_TRY(int4pack::launch_decode(device, facts.multiprocessors, s.m, s.inner_k_tiles, a_pairs, packed,
+                                                pairs, c, s.n, s.k, shift, h));
       else
         int4pack::launch_mma(s.m, s.inner_k_tiles, a_pairs, packed, pairs, c, s.n, s.k, shift, h);
     } else {

@@ -1,22 +1,38 @@
-// _weight_int4pack_mm for a few rows (decode) on the tensor cores, shaped as
-// torch's tinygemm kernel is for m = 1 (a block of 8 warps per n tile, the
-// warps splitting k): one block per n tile of 8 columns, its warps taking
-// kDecodeBatch consecutive k-outer tiles at a time. A lane first issues every
-// load of a batch, its weight words and the (scale, zero) pair of each word,
-// so that one trip to memory covers the batch (the GEMV, int4pack_gemv.cuh,
-// fetches the scales only after the words arrive: two trips), then
-// dequantises the words into m16n8k16 B fragments and runs mma.sync against
-// the activation rows (rows g and g + 8 of the A fragment, zero past m). The
-// warps' float sums are added in warp order through shared memory, so the
-// result does not depend on timing.
+// _weight_int4pack_mm for a few rows (decode, m <= kDecodeMaxRows) on the
+// tensor cores, with the weight as the A operand: C^T = W X^T.
 //
-// Preconditions (the caller's): sm_80 or later, m <= kDecodeMaxRows, the
-// weight aligned to INNER * 2 bytes, A and the scales 4-byte aligned.
+// Why the weight is A: an m16n8k16 A fragment is 16 rows, and a lane's
+// packed words (int4pack_dequant.cuh) are already the fragment of its own
+// column, so the rows of one A fragment are the 8 columns of two n tiles, and
+// the activations' up to 8 rows are B's 8 columns. One mma then covers 16
+// weight columns with no padding rows wasted on the weight side (with the
+// activations as A, 15 of its 16 rows are padding for one row). Each lane
+// dequantises as torch's tinygemm does (one bfloat16 fma per pair, with the
+// (scale, zero) of its own column), so the products are torch's.
+//
+// Shape of the work: one block of kDecodeWarps warps per pair of n tiles,
+// the warps splitting k, each taking BATCH consecutive k-outer tiles at a
+// time. Everything the block needs is requested at once before any of it is
+// used, so the decode pays about one trip to memory: the activations are
+// copied into shared memory with cp.async (issued first, no registers held),
+// then every lane loads its batch's weight words and their (scale, zero)
+// pairs. Measured on an H200 against torch's kernel (bench/runs/
+// s12-int4-decode.md): 5.9 against 6.4 us for 1x4096 @ 4096x4096, where
+// reading the activations from global memory inside the mma loop took 8.9.
+// The warps' float sums are added in warp order through shared memory, so
+// the result does not depend on timing.
+//
+// Preconditions (the caller's, decode_fits): sm_80 or later, 1 <= m <=
+// kDecodeMaxRows, m * k * 2 <= kDecodeSharedBytes, A 16-byte aligned (its
+// cp.async copy), the weight aligned to INNER * 2 bytes, the scales 4-byte
+// aligned.
 
 #pragma once
 
 #include <cuda_bf16.h>
+#include <cuda_runtime.h>
 
+#include <atomic>
 #include <cstdint>
 
 #include "shims/matmul/int4pack_dequant.cuh"
@@ -25,83 +41,155 @@
 namespace aotirt {
 namespace int4pack {
 
-constexpr int kDecodeWarps = 8, kDecodeThreads = kDecodeWarps * 32, kDecodeBatch = 4, kDecodeMaxRows = 16;
-// Four blocks an SM (64 registers a thread, as torch's kernel has): 528
-// resident blocks on an H200's 132 SMs, so a 4096-column weight (512 n
-// tiles) is one wave; at the 80 registers left free it took two.
-constexpr int kDecodeBlocksPerSm = 4;
+constexpr int kDecodeWarps = 8, kDecodeThreads = kDecodeWarps * 32, kDecodeMaxRows = 8;
+// The staged activations' room: 8 rows of k = 4096. Past 48 KiB a kernel
+// must opt in; 64 KiB is within every sm_80+ part's opt-in limit (99 KiB on
+// sm_86 / sm_89, 227 on sm_90).
+constexpr int kDecodeSharedBytes = 64 * 1024;
 
-template <int INNER>
-__global__ void __launch_bounds__(kDecodeThreads, kDecodeBlocksPerSm)
+inline bool decode_fits(int64_t m, int64_t k) {
+  return m >= 1 && m <= kDecodeMaxRows && m * k * 2 <= kDecodeSharedBytes;
+}
+
+__device__ __forceinline__ void copy_16_bytes_async(void* to_shared, const void* from_global) {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800  // sm_80's instruction; never launched below (the shim)
+  const unsigned to = static_cast<unsigned>(__cvta_generic_to_shared(to_shared));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16;\n" ::"r"(to), "l"(from_global));
+#endif
+}
+
+__device__ __forceinline__ void wait_for_async_copies() {
+#if !defined(__CUDA_ARCH__) || __CUDA_ARCH__ >= 800
+  asm volatile("cp.async.commit_group;\n" ::);
+  asm volatile("cp.async.wait_group 0;\n" ::);
+#endif
+}
+
+template <int INNER, int BATCH>
+__global__ void __launch_bounds__(kDecodeThreads)
     decode_mm(const uint32_t* a_pairs, const int32_t* packed, const uint32_t* scale_zero, __nv_bfloat16* c, int m,
               int n, int k, int group_shift) {
   constexpr int kWords = INNER / 2;  // a lane's words of one k-outer tile
-  __shared__ float partial[kDecodeWarps][16][8];
+  extern __shared__ uint4 staged_vectors[];  // A, as bfloat16 pairs [m][k / 2]
+  __shared__ float partial[kDecodeWarps][32][4];
+  const uint32_t* staged = reinterpret_cast<const uint32_t*>(staged_vectors);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, c2 = 2 * (lane % 4);  // the fragments' row / column within a tile
-  const int n_tile = blockIdx.x, column = n_tile * 8 + g, k_outer = k / (INNER * 16), k_pairs = k / 2;
-  const int32_t* tile_words = packed + int64_t{n_tile} * k;  // one n tile's k words are contiguous
-  const bool row0 = g < m, row1 = g + 8 < m;
+  const int n_tiles = n / 8, k_outer = k / (INNER * 16), k_pairs = k / 2;
+  for (int i = threadIdx.x; i < m * k_pairs / 4; i += kDecodeThreads)
+    copy_16_bytes_async(staged_vectors + i, reinterpret_cast<const uint4*>(a_pairs) + i);
+  // A's rows g and g + 8: column g of n tiles nt0 and nt1. Past the last n
+  // tile, nt1 repeats nt0 (valid addresses) and its sums are not stored.
+  const int nt0 = 2 * blockIdx.x;
+  const bool has_second = nt0 + 1 < n_tiles;
+  const int nt1 = has_second ? nt0 + 1 : nt0;
+  const int32_t* words0 = packed + int64_t{nt0} * k;  // one n tile's k words are contiguous
+  const int32_t* words1 = packed + int64_t{nt1} * k;
+  const int col0 = nt0 * 8 + g, col1 = nt1 * 8 + g;
+  // B's column g is activation row g; columns past m repeat the last row and
+  // are not stored.
+  const uint32_t* x_row = staged + (g < m ? g : m - 1) * k_pairs;
   float acc[4] = {};
-  for (int ko0 = warp * kDecodeBatch; ko0 < k_outer; ko0 += kDecodeWarps * kDecodeBatch) {
-    uint32_t words[kDecodeBatch][kWords], sz[kDecodeBatch][kWords];
+  const int rounds = (k_outer + kDecodeWarps * BATCH - 1) / (kDecodeWarps * BATCH);  // the same for every warp
+  for (int round = 0; round < rounds; ++round) {
+    const int ko_first = (round * kDecodeWarps + warp) * BATCH;
+    uint32_t w0[BATCH][kWords], w1[BATCH][kWords], sz0[BATCH][kWords], sz1[BATCH][kWords];
 #pragma unroll
-    for (int b = 0; b < kDecodeBatch; ++b) {
-      const int ko = ko0 + b;
+    for (int b = 0; b < BATCH; ++b) {
+      const int ko = ko_first + b;
       if (ko < k_outer) {
-        load_words<INNER>(tile_words + (int64_t{ko} * 32 + lane) * kWords, words[b]);
+        load_words<INNER>(words0 + (ko * 32 + lane) * kWords, w0[b]);
+        load_words<INNER>(words1 + (ko * 32 + lane) * kWords, w1[b]);
 #pragma unroll
         for (int j = 0; j < kWords; ++j) {
-          const int kb = (ko * INNER + 2 * j) * 16;
-          sz[b][j] = __ldg(scale_zero + int64_t{kb >> group_shift} * n + column);
+          const int64_t group_row = int64_t{((ko * INNER + 2 * j) * 16) >> group_shift} * n;
+          sz0[b][j] = __ldg(scale_zero + group_row + col0);
+          sz1[b][j] = __ldg(scale_zero + group_row + col1);
         }
       } else {
 #pragma unroll
-        for (int j = 0; j < kWords; ++j) words[b][j] = sz[b][j] = 0;
+        for (int j = 0; j < kWords; ++j) w0[b][j] = w1[b][j] = sz0[b][j] = sz1[b][j] = 0;
       }
     }
+    if (round == 0) {
+      wait_for_async_copies();
+      __syncthreads();
+    }
 #pragma unroll
-    for (int b = 0; b < kDecodeBatch; ++b) {
-      const int ko = ko0 + b;
+    for (int b = 0; b < BATCH; ++b) {
+      const int ko = ko_first + b;
       if (ko >= k_outer) break;
 #pragma unroll
       for (int j = 0; j < kWords; ++j) {
         const int kb = (ko * INNER + 2 * j) * 16;  // first k of this word's two k tiles
-        __nv_bfloat162 pairs[4];
-        dequant_word(words[b][j], sz[b][j], pairs);
+        __nv_bfloat162 p0[4], p1[4];
+        dequant_word(w0[b][j], sz0[b][j], p0);
+        dequant_word(w1[b][j], sz1[b][j], p1);
 #pragma unroll
         for (int half = 0; half < 2; ++half) {  // k tile kt0, then kt0 + 1
+          const uint32_t a[4] = {bits_of(p0[2 * half]), bits_of(p1[2 * half]), bits_of(p0[2 * half + 1]),
+                                 bits_of(p1[2 * half + 1])};
           const int kp = (kb + 16 * half + c2) / 2;
-          uint32_t af[4];
-          af[0] = row0 ? __ldg(a_pairs + g * k_pairs + kp) : 0u;
-          af[1] = row1 ? __ldg(a_pairs + (g + 8) * k_pairs + kp) : 0u;
-          af[2] = row0 ? __ldg(a_pairs + g * k_pairs + kp + 4) : 0u;  // k + 8
-          af[3] = row1 ? __ldg(a_pairs + (g + 8) * k_pairs + kp + 4) : 0u;
-          mma_bf16(acc, af, bits_of(pairs[2 * half]), bits_of(pairs[2 * half + 1]));
+          mma_bf16(acc, a, x_row[kp], x_row[kp + 4]);  // B: k c2, c2 + 1 and c2 + 8, c2 + 9 of row g
         }
       }
     }
   }
-  partial[warp][g][c2] = acc[0], partial[warp][g][c2 + 1] = acc[1];
-  partial[warp][g + 8][c2] = acc[2], partial[warp][g + 8][c2 + 1] = acc[3];
-  __syncthreads();
-  if (threadIdx.x < 16 * 8) {
-    const int r = threadIdx.x / 8, cc = threadIdx.x % 8;
-    if (r < m) {
-      float sum = 0.0f;
+  // acc: C rows g (column col0) and g + 8 (col1), C columns c2, c2 + 1 (activation rows).
 #pragma unroll
-      for (int w = 0; w < kDecodeWarps; ++w) sum += partial[w][r][cc];
-      c[int64_t{r} * n + n_tile * 8 + cc] = __float2bfloat16_rn(sum);
-    }
+  for (int v = 0; v < 4; ++v) partial[warp][lane][v] = acc[v];
+  __syncthreads();
+  if (threadIdx.x < 32 * 4) {
+    const int l = threadIdx.x / 4, v = threadIdx.x % 4;
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kDecodeWarps; ++w) sum += partial[w][l][v];
+    const int row = 2 * (l % 4) + (v & 1);
+    const bool second = v >= 2;
+    if (row < m && (!second || has_second))
+      c[int64_t{row} * n + (second ? nt1 : nt0) * 8 + l / 4] = __float2bfloat16_rn(sum);
   }
 }
 
-// m in 1 .. kDecodeMaxRows, inner 2, 4 or 8, n a multiple of 8 and > 0.
-inline void launch_decode(int m, int inner, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
-                          __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
+// The opt-in to kDecodeSharedBytes of dynamic shared memory, once per kernel
+// and device (a host-side attribute, allowed while a stream is captured).
+template <int INNER, int BATCH>
+cudaError_t allow_decode_shared_memory(int device) {
+  static std::atomic<uint64_t> done{0};
+  const uint64_t bit = device >= 0 && device < 64 ? uint64_t{1} << device : 0;
+  if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
+  const cudaError_t status =
+      cudaFuncSetAttribute(decode_mm<INNER, BATCH>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDecodeSharedBytes);
+  if (status == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_acq_rel);
+  return status;
+}
+
+template <int INNER, int BATCH>
+cudaError_t launch_decode_batch(int device, int m, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
+                                __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
+  const cudaError_t allowed = allow_decode_shared_memory<INNER, BATCH>(device);
+  if (allowed != cudaSuccess) return allowed;
+  const int blocks = (n / 8 + 1) / 2;
+  decode_mm<INNER, BATCH><<<blocks, kDecodeThreads, size_t(m) * k * 2, stream>>>(a, packed, sz, c, m, n, k,
+                                                                                group_shift);
+  return cudaGetLastError();
+}
+
+// decode_fits(m, k), inner 2, 4 or 8, n a multiple of 8 and > 0. A batch of
+// four k-outer tiles a warp is faster while the grid is one wave of it (two
+// blocks an SM at INNER 8's 96 registers), two past that: on an H200, 4096
+// columns 5.9 against 6.3 us, 11008 columns 14.6 against 14.0.
+inline cudaError_t launch_decode(int device, int multiprocessors, int m, int inner, const uint32_t* a,
+                                 const int32_t* packed, const uint32_t* sz, __nv_bfloat16* c, int n, int k,
+                                 int group_shift, cudaStream_t stream) {
+  const bool one_wave = (n / 8 + 1) / 2 <= 2 * multiprocessors;
+  cudaError_t status = cudaSuccess;
   with_inner(inner, [&](auto tiles) {
-    decode_mm<decltype(tiles)::value><<<n / 8, kDecodeThreads, 0, stream>>>(a, packed, sz, c, m, n, k, group_shift);
+    constexpr int kInner = decltype(tiles)::value;
+    status = one_wave ? launch_decode_batch<kInner, 4>(device, m, a, packed, sz, c, n, k, group_shift, stream)
+                      : launch_decode_batch<kInner, 2>(device, m, a, packed, sz, c, n, k, group_shift, stream);
   });
+  return status;
 }
 
 }  // namespace int4pack

@@ -1,5 +1,5 @@
 // The packed int4 weight's word addressing and dequantisation, shared by the
-// fast _weight_int4pack_mm kernels (int4pack_gemv.cuh, int4pack_mma.cuh).
+// fast _weight_int4pack_mm kernels (int4pack_decode.cuh, int4pack_mma.cuh).
 // int4pack_cuda.cu's header comment describes the layout; in short, word
 // [nt][ko][t][j] of int32 [n / 8][k / (INNER * 16)][32][INNER / 2] is column
 // nt * 8 + t / 4 at k tiles kt0 = ko * INNER + 2j and kt0 + 1, and its nibble
