@@ -4,7 +4,9 @@ factories, cumsum) against torch's ops on the same shapes; one JSON row per
 shape on stdout, in bench/ops.py's form (the report puts them in its ops
 table).
 
-    python bench/fallback_ops.py [--quick] [--out FILE]
+    python bench/fallback_ops.py [--quick] [--out FILE] [--op NAME]
+
+(--op times one op's rows alone, e.g. --op _weight_int4pack_mm.)
 
 The shapes are the ones the models that call these ops give them: a
 decoder's MLP, Linear and GEMV, attention scores as baddbmm, int8 and float8
@@ -54,6 +56,8 @@ CASES = [
      "m": 1, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "_weight_int4pack_mm", "model": "int4 decode (8 sequences)", "shape": "8x4096 @ 4096x4096 g128",
      "dtype": "bfloat16", "m": 8, "k": 4096, "n": 4096, "group": 128, "inner": 8},
+    {"op": "_weight_int4pack_mm", "model": "int4 decode (MLP up)", "shape": "1x4096 @ 4096x14336 g128",
+     "dtype": "bfloat16", "m": 1, "k": 4096, "n": 14336, "group": 128, "inner": 8},
     {"op": "_weight_int4pack_mm", "model": "int4 prefill", "shape": "64x4096 @ 4096x4096 g128",
      "dtype": "bfloat16", "m": 64, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "scatter", "model": "mask", "shape": "x 4096x1024 dim1 index 4096x64", "dtype": "float32",
@@ -368,7 +372,10 @@ def main():
 
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     common_arguments(parser)
+    parser.add_argument("--op", help="time this op's rows alone (its aten name, as in the table)")
     args = parser.parse_args()
+    if args.op and not any(case["op"] == args.op for case in CASES):
+        parser.error(f"--op {args.op}: no row times it (ops: {', '.join(sorted({c['op'] for c in CASES}))})")
     if args.worker:
         ops.worker_main(args.worker, AotirtWorker, TorchWorker)
         return 0
@@ -381,6 +388,8 @@ def main():
             emit({"case": "op", "op": "fallback ops", "note": "; ".join(missing.values())})
             return 0
         for case in cases():
+            if args.op and case["op"] != args.op:
+                continue
             emit(ops.time_case(case, (workers["aotirt"], workers["torch"]), reps))
     return 0
 

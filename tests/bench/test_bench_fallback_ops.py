@@ -47,3 +47,12 @@ def test_shapes_are_ones_the_shims_take():
             assert case["m"] > 16 and case["k"] % 16 == 0 and case["n"] % 16 == 0
         if case["op"] == "index_put" and not case["accumulate"]:
             assert case["picks"] <= case["rows"]   # distinct rows: a permutation's prefix
+
+
+def test_an_op_that_no_row_times_is_refused():
+    import subprocess
+
+    done = subprocess.run([sys.executable, os.path.join(REPO, "bench", "fallback_ops.py"), "--op", "_no_such_op"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2
+    assert "--op _no_such_op: no row times it" in done.stderr and "_weight_int4pack_mm" in done.stderr
