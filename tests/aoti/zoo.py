@@ -16,6 +16,8 @@ transformers architectures (zoo_architectures.py) and models written to
 reach one op each (op_models.py).
 """
 
+import functools
+
 import torch
 
 from op_models import CondBranches, Int4WeightOnlyLinear, ScatterOps, TopKSampling, TopPSampling
@@ -288,6 +290,9 @@ ZOO = {
     "cond_branches": (CondBranches, _seeded(((8, 64), torch.float32)), "float32"),
     "scatter_ops": (ScatterOps, _scatter_inputs, "float32"),
     "int4_linear_bf16": (Int4WeightOnlyLinear, _seeded(((16, 512), torch.bfloat16)), "bfloat16"),
+    # One row (a decode step) of a 4096-wide layer: the shim's decode kernel, where 16 rows take its mma kernel.
+    "int4_decode_bf16": (functools.partial(Int4WeightOnlyLinear, k=4096, n=4096),
+                         _seeded(((1, 4096), torch.bfloat16)), "bfloat16"),
 }
 MODELS.update(ZOO)
 
@@ -297,7 +302,7 @@ NON_STRICT = {"whisper_encoder", "llama_bf16", "gemma_f32", "llama_decode_f32", 
 
 # Modules whose weights are laid out for their device once they are on it
 # (build.py calls module.pack_for(device) before the reference run).
-PACKED_FOR_DEVICE = {"int4_linear_bf16"}
+PACKED_FOR_DEVICE = {"int4_linear_bf16", "int4_decode_bf16"}
 
 # aoti_torch_* functions a zoo model is known to need that aotirt does not
 # implement yet (on CUDA): its test asserts that the library lacks exactly
