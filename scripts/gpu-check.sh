@@ -39,6 +39,9 @@
 # tool carries 64 MiB; a pack of the default 80;90 is 67 MiB):
 #   export AOTIRT_CUDA_ARCHS=90
 #   python3.12 setup.py build_ext --inplace && python3.12 scripts/prebuilt.py pack .prebuilt
+# AOTIRT_ZOO_ONLY=a,b compiles and tests only those zoo models (a partial
+# check for a short device budget, named in the summary line), e.g.
+#   AOTIRT_ZOO_ONLY=int4_decode_bf16 scripts/gpu-check.sh --tests-only tests/aoti/test_aoti_zoo_gpu.py
 # AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
 # AOTIRT_ZOO_JOBS=N compiles N zoo models at a time (default 8); with
 # AOTIRT_BUILD_JOBS=6 beside it, AOTIRT_ZOO_JOBS=10 had a fresh 16-core H200
@@ -140,6 +143,7 @@ fi
 zoo_start=$(date +%s)
 if [ "$needs_zoo" = 1 ]; then
   "$PY" tests/aoti/build.py --device cuda --cache .cache/aoti --jobs "${AOTIRT_ZOO_JOBS:-8}" ${AOTIRT_ZOO_BUDGET:+--budget "$AOTIRT_ZOO_BUDGET"} \
+    ${AOTIRT_ZOO_ONLY:+--only "$AOTIRT_ZOO_ONLY"} \
     >"$LOGS/zoo-build.log" 2>&1 &
   zoo_pid=$!
   # The constants-by-name tests' models (tests/aoti/build_weights.py), compiled
@@ -203,7 +207,7 @@ if [ "$mode" = tests ]; then
   zoo=$("$PY" bench/report.py /nonexistent --summary --junit "$KEPT/pytest.xml" | cut -d'|' -f1 | xargs)
   status=PASSED
   [ "$tests_rc" -eq 0 ] || status=FAILED
-  echo "gpu-check (tests only${part}): $status | tests: $tests_line | $zoo"
+  echo "gpu-check (tests only${part}${AOTIRT_ZOO_ONLY:+, zoo models $AOTIRT_ZOO_ONLY}): $status | tests: $tests_line | $zoo"
   [ "$status" = PASSED ]
   exit
 fi

@@ -44,8 +44,10 @@ def compiled(device):
         if python is None:
             pytest.skip("no Python with torch to compile AOTInductor models "
                         "(set AOTIRT_TORCH_PYTHON, or run make torch-venv)")
-        proc = subprocess.run([python, BUILD, "--device", device, "--cache", CACHE, "--jobs", "8"],
-                              capture_output=True, text=True, timeout=3000)
+        # AOTIRT_ZOO_ONLY=a,b (scripts/gpu-check.sh): those models alone, for a partial check.
+        only = os.environ.get("AOTIRT_ZOO_ONLY")
+        proc = subprocess.run([python, BUILD, "--device", device, "--cache", CACHE, "--jobs", "8"]
+                              + (["--only", only] if only else []), capture_output=True, text=True, timeout=3000)
         lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("cache: ")]
         if not lines:
             pytest.fail(f"building the {device} models failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")

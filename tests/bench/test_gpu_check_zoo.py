@@ -31,7 +31,8 @@ esac
 echo "$(date +%s.%N) $*" >> "$CALLS"
 """
 # The script's settings that the suite's own run may have in its environment.
-SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_BENCH_PARTS",
+SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_ZOO_ONLY",
+            "AOTIRT_BENCH_PARTS",
             "AOTIRT_BENCH_KEEP", "AOTIRT_BENCH_QUICK")
 
 
@@ -124,3 +125,13 @@ def test_a_benchmark_command_waits_for_the_compile_and_starts_none(tmp_path):
     out, _ = bench.communicate(timeout=120)
     assert "waiting for the zoo compile started ahead" in out, out
     assert len(ran(tmp_path, "tests/aoti/build.py")) == 1  # the ahead one; "ops" reads no zoo
+
+
+def test_a_partial_zoo_compiles_those_models_alone_and_says_so(tmp_path):
+    tree(tmp_path)
+    (tmp_path / "gate").touch()
+    proc = gpu_check(tmp_path, "--tests-only", "tests/aoti/test_aoti_zoo_gpu.py", AOTIRT_ZOO_ONLY="int4_decode_bf16")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    builds = [line for line in (tmp_path / "calls").read_text().splitlines() if "tests/aoti/build.py" in line]
+    assert len(builds) == 1 and builds[0].endswith("--only int4_decode_bf16"), builds
+    assert "zoo models int4_decode_bf16): PASSED" in proc.stdout.splitlines()[-1], proc.stdout
