@@ -190,8 +190,9 @@ fi
 [ "$mode" = zoo ] && exit "$zoo_build_rc"
 
 if [ "$mode" != bench ]; then
+  # --durations: the slowest tests, for fitting the check into a short device budget.
   AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
-    --junitxml="$KEPT/pytest.xml" "${test_paths[@]}" 2>&1 | tee "$KEPT/pytest.log"
+    --durations=30 --junitxml="$KEPT/pytest.xml" "${test_paths[@]}" 2>&1 | tee "$KEPT/pytest.log"
   echo "${PIPESTATUS[0]}" >"$KEPT/pytest.rc"
   cp "$KEPT/pytest.log" "$KEPT/pytest.xml" "$LOGS/" 2>/dev/null
 fi
