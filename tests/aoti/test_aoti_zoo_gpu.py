@@ -43,8 +43,9 @@ from zoo_index import awaiting_shims, zoo_names  # noqa: E402
 AWAITING = {name: names for name, names in awaiting_shims().items() if not set(names) <= implemented_shims()}
 # AOTIRT_ZOO_ONLY=a,b (scripts/gpu-check.sh's partial check): those models alone.
 _ONLY = [name for name in os.environ.get("AOTIRT_ZOO_ONLY", "").split(",") if name]
-if set(_ONLY) - set(zoo_names()):
-    raise ValueError(f"AOTIRT_ZOO_ONLY names no zoo model: {', '.join(sorted(set(_ONLY) - set(zoo_names())))}")
+_UNKNOWN = sorted(set(_ONLY) - set(zoo_names()))
+if _UNKNOWN:
+    raise ValueError(f"AOTIRT_ZOO_ONLY names no zoo model: {', '.join(_UNKNOWN)}")
 ZOO = [name for name in zoo_names() if name not in AWAITING and (not _ONLY or name in _ONLY)]
 
 

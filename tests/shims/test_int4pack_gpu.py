@@ -116,6 +116,20 @@ def assert_close(got, want):
     np.testing.assert_allclose(got, want, rtol=1e-2, atol=1e-2 * max(np.abs(want).max(), 1e-30))
 
 
+def assert_random_product(rng, m, n, k, group, inner, a_offset=0):
+    """The shim's product of random operands against x @ W.T, W dequantised;
+    A dense, or `a_offset` elements into its storage."""
+    q, sz, w = operands(rng, n, k, group)
+    x = rounded(rng.standard_normal((m, k)), "bfloat16")
+    if a_offset:
+        xh, _ = view(np.concatenate([np.zeros(a_offset), x.ravel()]), (m, k), (k, 1), a_offset, DEV, "bfloat16")
+    else:
+        xh, _ = dense(x, DEV, "bfloat16")
+    wh, _ = dense(cuda_pack(q, inner), DEV)
+    szh, _ = dense(sz, DEV, "bfloat16")
+    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("inner", [2, 4, 8])
 @pytest.mark.parametrize("group", [32, 128])
@@ -137,14 +151,7 @@ def test_every_kernel_matches_the_dequantised_product(k, n, group, inner):
 @pytest.mark.parametrize("group,inner", [(64, 8), (256, 4)])
 @pytest.mark.parametrize("m", [1, 2, 40])
 def test_other_group_sizes(m, group, inner):
-    n, k = 72, 1024
-    rng = np.random.default_rng([m, group, inner])
-    q, sz, w = operands(rng, n, k, group)
-    x = rounded(rng.standard_normal((m, k)), "bfloat16")
-    xh, _ = dense(x, DEV, "bfloat16")
-    wh, _ = dense(cuda_pack(q, inner), DEV)
-    szh, _ = dense(sz, DEV, "bfloat16")
-    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+    assert_random_product(np.random.default_rng([m, group, inner]), m, 72, 1024, group, inner)
 
 
 @pytest.mark.gpu
@@ -176,14 +183,7 @@ def test_the_decode_kernels_room_for_the_activations(m, k):
     and 2 x 16384 are exactly that); a little past it, the tensor-core kernel
     takes the rows. k 14336 is several rounds of the decode kernel's
     k-outer batches."""
-    n, group, inner = 24, 128, 8
-    rng = np.random.default_rng([m, k])
-    q, sz, w = operands(rng, n, k, group)
-    x = rounded(rng.standard_normal((m, k)), "bfloat16")
-    xh, _ = dense(x, DEV, "bfloat16")
-    wh, _ = dense(cuda_pack(q, inner), DEV)
-    szh, _ = dense(sz, DEV, "bfloat16")
-    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+    assert_random_product(np.random.default_rng([m, k]), m, 24, k, 128, 8)
 
 
 @pytest.mark.gpu
@@ -191,11 +191,4 @@ def test_the_decode_kernels_room_for_the_activations(m, k):
 def test_activations_off_a_16_byte_boundary_take_the_tensor_core_kernel(m):
     """Two elements of storage offset leave A 4 bytes past a 16-byte boundary:
     too little for the decode kernel's 16-byte copies, enough for mma_mm's."""
-    n, k, group, inner = 40, 512, 64, 4
-    rng = np.random.default_rng([m, 16])
-    q, sz, w = operands(rng, n, k, group)
-    x = rounded(rng.standard_normal((m, k)), "bfloat16")
-    xh, _ = view(np.concatenate([[0.0, 0.0], x.ravel()]), (m, k), (k, 1), 2, DEV, "bfloat16")
-    wh, _ = dense(cuda_pack(q, inner), DEV)
-    szh, _ = dense(sz, DEV, "bfloat16")
-    assert_close(product(xh, wh, group, szh, m, n), x @ w.T)
+    assert_random_product(np.random.default_rng([m, 16]), m, 40, 512, 64, 4, a_offset=2)

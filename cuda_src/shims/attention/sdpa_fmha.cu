@@ -9,7 +9,6 @@
 
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
@@ -21,6 +20,7 @@
 #include "runtime/stream.h"
 #include "shims/attention/sdpa_fmha.h"
 #include "shims/attention/sdpa_fmha_layout.h"
+#include "shims/shared_memory_opt_in.cuh"
 
 #ifdef AOTIRT_HAVE_CUTLASS_FMHA
 #include "kernel_forward.h"
@@ -57,21 +57,6 @@ bool sm80_or_newer(int device) {
   return compute_capability(device, &sm) == AOTIRT_OK && sm >= 80;
 }
 
-// Dynamic shared memory past 48 KiB needs an opt-in per kernel and device;
-// set on the first launch on each device (a host-side attribute, allowed
-// while the stream is being captured).
-template <typename Kernel>
-cudaError_t allow_shared_memory(int device, size_t bytes) {
-  if (bytes <= 48 * 1024) return cudaSuccess;
-  static std::atomic<uint64_t> done{0};
-  const uint64_t bit = device < 64 ? uint64_t{1} << device : 0;
-  if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-  const cudaError_t status =
-      cudaFuncSetAttribute(fmha_forward<Kernel>, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-  if (status == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_acq_rel);
-  return status;
-}
-
 template <typename Kernel>
 aotirt_status launch(const Problem& p, Stream* stream) {
   const fmha_layout::Fields f = fmha_layout::fields(p);
@@ -98,7 +83,7 @@ aotirt_status launch(const Problem& p, Stream* stream) {
   if (!Kernel::check_supported(params))  // fmha_takes checked all of this: a bug if it is reached
     return fail(AOTIRT_ERROR_AOTI, "attention: CUTLASS's fused kernel refused a problem that fmha_takes accepted");
   constexpr size_t shared = sizeof(typename Kernel::SharedStorage);
-  cudaError_t status = allow_shared_memory<Kernel>(stream->device, shared);
+  cudaError_t status = allow_dynamic_shared_memory<fmha_forward<Kernel>>(stream->device, shared);
   if (status != cudaSuccess) return fail_cuda(status, "allowing the fused attention kernel its shared memory");
   fmha_forward<Kernel><<<params.getBlocksGrid(), params.getThreadsGrid(), shared, stream->handle>>>(params);
   status = cudaGetLastError();

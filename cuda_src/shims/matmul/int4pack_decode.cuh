@@ -22,21 +22,21 @@
 // The warps' float sums are added in warp order through shared memory, so
 // the result does not depend on timing.
 //
-// Preconditions (the caller's, decode_fits): sm_80 or later, 1 <= m <=
-// kDecodeMaxRows, m * k * 2 <= kDecodeSharedBytes, A 16-byte aligned (its
-// cp.async copy), the weight aligned to INNER * 2 bytes, the scales 4-byte
-// aligned.
+// Preconditions (the caller's: decode_fits for the first two, kernel_for in
+// int4pack_cuda.cu for the rest): 1 <= m <= kDecodeMaxRows, m * k * 2 <=
+// kDecodeSharedBytes, sm_80 or later, A 16-byte aligned (its cp.async copy),
+// the weight aligned to INNER * 2 bytes, the scales 4-byte aligned.
 
 #pragma once
 
 #include <cuda_bf16.h>
 #include <cuda_runtime.h>
 
-#include <atomic>
 #include <cstdint>
 
 #include "shims/matmul/int4pack_dequant.cuh"
 #include "shims/matmul/int4pack_mma.cuh"
+#include "shims/shared_memory_opt_in.cuh"
 
 namespace aotirt {
 namespace int4pack {
@@ -151,23 +151,10 @@ __global__ void __launch_bounds__(kDecodeThreads)
   }
 }
 
-// The opt-in to kDecodeSharedBytes of dynamic shared memory, once per kernel
-// and device (a host-side attribute, allowed while a stream is captured).
-template <int INNER, int BATCH>
-cudaError_t allow_decode_shared_memory(int device) {
-  static std::atomic<uint64_t> done{0};
-  const uint64_t bit = device >= 0 && device < 64 ? uint64_t{1} << device : 0;
-  if (bit && (done.load(std::memory_order_acquire) & bit)) return cudaSuccess;
-  const cudaError_t status =
-      cudaFuncSetAttribute(decode_mm<INNER, BATCH>, cudaFuncAttributeMaxDynamicSharedMemorySize, kDecodeSharedBytes);
-  if (status == cudaSuccess && bit) done.fetch_or(bit, std::memory_order_acq_rel);
-  return status;
-}
-
 template <int INNER, int BATCH>
 cudaError_t launch_decode_batch(int device, int m, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
                                 __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
-  const cudaError_t allowed = allow_decode_shared_memory<INNER, BATCH>(device);
+  const cudaError_t allowed = allow_dynamic_shared_memory<decode_mm<INNER, BATCH>>(device, kDecodeSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const int blocks = (n / 8 + 1) / 2;
   decode_mm<INNER, BATCH><<<blocks, kDecodeThreads, size_t(m) * k * 2, stream>>>(a, packed, sz, c, m, n, k,
