@@ -1,0 +1,201 @@
+"""Where a zoo model's GPU time goes: aotirt against torch's AOTI runner on
+the same library, every GPU activity (kernels, copies, memsets) of one batch
+of calls, read by torch's profiler (CUPTI), each runner in its own process.
+
+    python3 bench/model_trace.py --only resnet18,mobilenet_v2 [--out FILE]
+
+A diagnostic for the zoo table's `GPU us` columns, not a benchmark: the
+profiler slows the host, so only the GPU's side is read. The batch is queued
+behind bench/gpu_timer.py's spin kernel, as the zoo benchmark's GPU figure
+is, so the GPU runs it back to back. Per call: the activities, the sum of
+their durations (`busy`), and the span from the first one's start to the
+last one's end (`span`; span minus busy is the GPU's time between
+activities). Then the kernel names whose count or time per call differs
+between the two runners, largest difference first; the same for the GPU's
+idle time after each kernel name; and the host's CUDA calls per call.
+
+The aotirt process imports torch for its profiler only: the model still
+runs through aotirt alone (Python opens torch's libraries RTLD_LOCAL, so the
+model library's aoti_torch_* references bind to libaotirt's). One JSON row
+per model on stdout (and appended to --out).
+"""
+
+import argparse
+import collections
+import json
+import os
+import subprocess
+import sys
+import tempfile
+
+BENCH = os.path.dirname(os.path.abspath(__file__))
+REPO = os.path.dirname(BENCH)
+CALLS = 10  # the traced batch
+WARMUP_CALLS = 5
+GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+SPIN_KERNEL = "aotirt_bench_spin"
+LISTED_DIFFERENCES = 12
+
+
+def read_meta(folder):
+    with open(os.path.join(folder, "meta.json")) as f:
+        return json.load(f)
+
+
+def aotirt_call(folder):
+    """(call, clock) of aotirt's run of the model, as bench/zoo.py's worker makes it."""
+    import numpy as np
+
+    import aotirt
+    from gpu_timer import AotirtClock
+
+    meta = read_meta(folder)
+    handle = aotirt.load(os.path.join(folder, "model.pt2"))
+    inputs = [aotirt.asarray(np.load(os.path.join(folder, f"input{i}.npy")), device=0,
+                             dtype="bfloat16" if dtype == "bfloat16" else None)
+              for i, dtype in enumerate(meta["inputs"])]
+    return (lambda: handle.run(inputs)), AotirtClock(), (handle, inputs)
+
+
+def torch_call(folder):
+    """(call, clock) of torch's container runner on the same library."""
+    import numpy as np
+
+    import torch_runner
+    from gpu_timer import TorchClock
+
+    meta = read_meta(folder)
+    inputs = [torch_runner.from_numpy(np.load(os.path.join(folder, f"input{i}.npy")), dtype)
+              for i, dtype in enumerate(meta["inputs"])]
+    runner, _so = torch_runner.open_runner(os.path.join(folder, "model.pt2"), tempfile.mkdtemp(prefix="aotirt-trace-"))
+    return (lambda: runner.run(inputs)), TorchClock(), (runner, inputs)
+
+
+def trace_side(side, folder):
+    """The GPU activities of CALLS calls of one runner, in start order."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+
+    call, clock, _keep = (aotirt_call if side == "aotirt" else torch_call)(folder)
+    for _ in range(WARMUP_CALLS):
+        call()
+    clock.wait()
+    for _ in range(2):  # sizes the spin to the host's pace of this call
+        clock.timer.us_per_call(call, CALLS, clock.wait)
+    # Three batches under the profiler: its host overhead lengthens the
+    # spin of the later ones, so the last is queued before the spin ends.
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(3):
+            gpu_us, host_bound = clock.timer.us_per_call(call, CALLS, clock.wait)
+    torch.cuda.synchronize()
+    trace = os.path.join(tempfile.mkdtemp(prefix="aotirt-trace-"), "trace.json")
+    prof.export_chrome_trace(trace)
+    with open(trace) as f:
+        events = json.load(f)["traceEvents"]
+    spins = [e["ts"] + e["dur"] for e in events if e.get("cat") == "kernel" and SPIN_KERNEL in e.get("name", "")]
+    last_spin_end = max(spins, default=float("-inf"))
+    activities = sorted((e["ts"], e["dur"], e["name"], e["cat"]) for e in events
+                        if e.get("cat") in GPU_CATEGORIES and SPIN_KERNEL not in e.get("name", "")
+                        and e["ts"] >= last_spin_end)
+    # The host's CUDA calls over all three batches: work queued besides the
+    # kernels (event records and waits, stream-ordered allocations) shows here.
+    api = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
+            "api_calls_per_call": {name: round(n / (3 * CALLS), 2) for name, n in api.most_common()},
+            "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
+
+
+def summarise(trace):
+    acts = trace["activities"]
+    if not acts:
+        return {"activities_per_call": 0, "busy_us_per_call": 0.0, "span_us_per_call": 0.0}
+    busy = sum(a["dur"] for a in acts)
+    span = max(a["ts"] + a["dur"] for a in acts) - acts[0]["ts"]
+    by_category = collections.Counter(a["cat"] for a in acts)
+    return {"activities_per_call": len(acts) / CALLS, "busy_us_per_call": round(busy / CALLS, 2),
+            "span_us_per_call": round(span / CALLS, 2), "idle_us_per_call": round((span - busy) / CALLS, 2),
+            "per_category": {k: v / CALLS for k, v in by_category.items()},
+            "events_gpu_us_per_call": round(trace["events_gpu_us_per_call"], 2), "host_bound": trace["host_bound"]}
+
+
+def by_name(trace):
+    """{kernel name: (count per call, us per call)}."""
+    table = collections.defaultdict(lambda: [0, 0.0])
+    for a in trace["activities"]:
+        entry = table[a["name"]]
+        entry[0] += 1
+        entry[1] += a["dur"]
+    return {name: (count / CALLS, us / CALLS) for name, (count, us) in table.items()}
+
+
+def gaps_by_name(trace):
+    """{kernel name: (count per call, us per call)} of the GPU's idle time
+    after each activity, until the next one starts."""
+    table = collections.defaultdict(lambda: [0, 0.0])
+    acts = trace["activities"]
+    for before, after in zip(acts, acts[1:]):
+        entry = table["after " + before["name"]]
+        entry[0] += 1
+        entry[1] += max(0.0, after["ts"] - (before["ts"] + before["dur"]))
+    return {name: (count / CALLS, us / CALLS) for name, (count, us) in table.items()}
+
+
+def differences(aotirt_trace, torch_trace, table=by_name):
+    ours, theirs = table(aotirt_trace), table(torch_trace)
+    rows = []
+    for name in set(ours) | set(theirs):
+        (n_a, us_a), (n_t, us_t) = ours.get(name, (0, 0.0)), theirs.get(name, (0, 0.0))
+        rows.append({"name": name[:160], "aotirt_count": n_a, "torch_count": n_t,
+                     "aotirt_us": round(us_a, 2), "torch_us": round(us_t, 2), "diff_us": round(us_a - us_t, 2)})
+    rows.sort(key=lambda r: -abs(r["diff_us"]))
+    return rows[:LISTED_DIFFERENCES]
+
+
+def run_side(side, folder):
+    """One side in a fresh process (the two runners never share one)."""
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join([BENCH, os.path.join(REPO, "tests", "aoti"), os.path.join(REPO, "pyx"),
+                                         env.get("PYTHONPATH", "")])
+    done = subprocess.run([sys.executable, os.path.abspath(__file__), "--side", side, "--folder", folder],
+                          capture_output=True, text=True, env=env, timeout=600)
+    if done.returncode != 0:
+        raise RuntimeError(f"{side} trace failed ({done.returncode}): {done.stderr.strip()[-800:]}")
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", required=False, default="resnet18", help="comma-separated zoo model names")
+    parser.add_argument("--cache", help="the models' cache (default: the tests' .cache/aoti)")
+    parser.add_argument("--out")
+    parser.add_argument("--side", choices=("aotirt", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--folder", help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.side:
+        print(json.dumps(trace_side(args.side, args.folder)))
+        return 0
+    sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
+    from zoo_index import cache_key, default_cache
+
+    root = os.path.join(args.cache or default_cache(), cache_key("cuda"))
+    for name in filter(None, args.only.split(",")):
+        folder = os.path.join(root, name)
+        try:
+            traces = {side: run_side(side, folder) for side in ("aotirt", "torch")}
+            row = {"case": "model_trace", "model": name,
+                   **{side: summarise(trace) for side, trace in traces.items()},
+                   "differences": differences(traces["aotirt"], traces["torch"]),
+                   "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
+                   "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+        except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
+            row = {"case": "model_trace", "model": name, "error": str(error)}
+        line = json.dumps(row)
+        print(line, flush=True)
+        if args.out:
+            with open(args.out, "a") as f:
+                f.write(line + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
