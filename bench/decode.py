@@ -41,6 +41,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 import zoo as zoo_bench  # noqa: E402  (bench/zoo.py; it puts tests/aoti on sys.path after itself)
+import zoo_check  # noqa: E402  (tests/aoti/zoo_check.py)
 from gpu_timer import AotirtClock  # noqa: E402
 from timing import REPS  # noqa: E402
 from workers import WorkerError, common_arguments, driving, in_turns, is_quick, serve, tear_down  # noqa: E402
@@ -85,15 +86,12 @@ class AotirtWorker:
     # per call: bench_model's "setup", "rep", "teardown"
     def setup(self, request):
         self.teardown(request)
-        np, aotirt, folder = self.np, self.aotirt, request["folder"]
-        with open(os.path.join(folder, "meta.json")) as f:
-            meta = json.load(f)
+        aotirt, folder = self.aotirt, request["folder"]
+        meta = zoo_check.read_meta(folder)
         path = os.path.join(folder, "model.pt2")
         eager, auto = aotirt.load(path), aotirt.load(path, graphs=True)
         self.handles = [eager, auto]
-        inputs = [aotirt.asarray(np.load(os.path.join(folder, f"input{i}.npy")), device=0,
-                                 dtype="bfloat16" if dtype == "bfloat16" else None)
-                  for i, dtype in enumerate(meta["inputs"])]
+        inputs = zoo_check.aotirt_inputs(folder, meta)
         self.calls = {"aotirt run": lambda: eager.run(inputs), "aotirt auto-graph": lambda: auto.run(inputs)}
         for call in self.calls.values():
             for _ in range(GRAPH_WARMUP_RUNS):

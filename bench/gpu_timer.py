@@ -20,6 +20,8 @@ host-bound (its figure may include gaps).
 import ctypes
 import time
 
+SPIN_KERNEL = "aotirt_bench_spin"  # its name, as profilers list it
+
 # A kernel of one thread that returns `ns` nanoseconds (the GPU's global
 # timer) after it starts. Hand-written PTX, loaded by the driver: no
 # compiler is needed at run time. Tried with each (ISA version, target)
@@ -28,11 +30,11 @@ _SPIN_PTX = """
 .version {version}
 .target {target}
 .address_size 64
-.visible .entry aotirt_bench_spin(.param .u64 aotirt_bench_spin_ns)
+.visible .entry {name}(.param .u64 {name}_ns)
 {{
     .reg .pred %p<2>;
     .reg .b64 %rd<5>;
-    ld.param.u64 %rd1, [aotirt_bench_spin_ns];
+    ld.param.u64 %rd1, [{name}_ns];
     mov.u64 %rd2, %globaltimer;
     add.s64 %rd3, %rd2, %rd1;
 $L_spin:
@@ -84,7 +86,8 @@ class Spinner:
         errors = []
         for version, target in (("8.7", f"sm_{major}{minor}"), ("7.8", f"sm_{major}{minor}"), ("7.0", "sm_70")):
             # Kept alive with the module: the driver reads it while loading.
-            self._image = ctypes.create_string_buffer(_SPIN_PTX.format(version=version, target=target).encode())
+            ptx = _SPIN_PTX.format(version=version, target=target, name=SPIN_KERNEL)
+            self._image = ctypes.create_string_buffer(ptx.encode())
             code, module = driver.cuModuleLoadData(ctypes.addressof(self._image))
             if int(code) == 0:
                 break
@@ -92,7 +95,7 @@ class Spinner:
         else:
             raise RuntimeError("the spin kernel does not load: " + "; ".join(errors))
         self._module = module
-        self._function = _check(driver.cuModuleGetFunction(module, b"aotirt_bench_spin"), "cuModuleGetFunction")
+        self._function = _check(driver.cuModuleGetFunction(module, SPIN_KERNEL.encode()), "cuModuleGetFunction")
         self._ns = ctypes.c_uint64(0)
         self._params = (ctypes.c_void_p * 1)(ctypes.addressof(self._ns))
 

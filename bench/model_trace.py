@@ -30,85 +30,75 @@ import tempfile
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.dirname(BENCH)
-CALLS = 10  # the traced batch
+sys.path.insert(0, BENCH)
+sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
+from gpu_timer import SPIN_KERNEL  # noqa: E402
+
+CALLS = 10  # a traced batch
 WARMUP_CALLS = 5
+# Batches under the profiler: its host overhead lengthens the spin of the
+# later ones, so the last is queued before its spin ends. Only it is read.
+PROFILED_BATCHES = 3
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
-SPIN_KERNEL = "aotirt_bench_spin"
 LISTED_DIFFERENCES = 12
 
 
-def read_meta(folder):
-    with open(os.path.join(folder, "meta.json")) as f:
-        return json.load(f)
+def open_side(side, folder, scratch):
+    """(call, clock) of one runner on the model, as bench/zoo.py's workers make them."""
+    import zoo_check
 
+    meta = zoo_check.read_meta(folder)
+    package = os.path.join(folder, "model.pt2")
+    if side == "aotirt":
+        import aotirt
+        from gpu_timer import AotirtClock
 
-def aotirt_call(folder):
-    """(call, clock) of aotirt's run of the model, as bench/zoo.py's worker makes it."""
-    import numpy as np
-
-    import aotirt
-    from gpu_timer import AotirtClock
-
-    meta = read_meta(folder)
-    handle = aotirt.load(os.path.join(folder, "model.pt2"))
-    inputs = [aotirt.asarray(np.load(os.path.join(folder, f"input{i}.npy")), device=0,
-                             dtype="bfloat16" if dtype == "bfloat16" else None)
-              for i, dtype in enumerate(meta["inputs"])]
-    return (lambda: handle.run(inputs)), AotirtClock(), (handle, inputs)
-
-
-def torch_call(folder):
-    """(call, clock) of torch's container runner on the same library."""
-    import numpy as np
-
+        handle, inputs = aotirt.load(package), zoo_check.aotirt_inputs(folder, meta)
+        return (lambda: handle.run(inputs)), AotirtClock()
     import torch_runner
     from gpu_timer import TorchClock
 
-    meta = read_meta(folder)
-    inputs = [torch_runner.from_numpy(np.load(os.path.join(folder, f"input{i}.npy")), dtype)
-              for i, dtype in enumerate(meta["inputs"])]
-    runner, _so = torch_runner.open_runner(os.path.join(folder, "model.pt2"), tempfile.mkdtemp(prefix="aotirt-trace-"))
-    return (lambda: runner.run(inputs)), TorchClock(), (runner, inputs)
+    inputs = zoo_check.torch_inputs(folder, meta)
+    runner, _so = torch_runner.open_runner(package, scratch)
+    return (lambda: runner.run(inputs)), TorchClock()
 
 
 def trace_side(side, folder):
-    """The GPU activities of CALLS calls of one runner, in start order."""
-    import torch
+    """The GPU activities of the last profiled batch of one runner, in start
+    order, and the host's CUDA calls per call over all profiled batches."""
     from torch.profiler import ProfilerActivity, profile
 
-    call, clock, _keep = (aotirt_call if side == "aotirt" else torch_call)(folder)
-    for _ in range(WARMUP_CALLS):
-        call()
-    clock.wait()
-    for _ in range(2):  # sizes the spin to the host's pace of this call
-        clock.timer.us_per_call(call, CALLS, clock.wait)
-    # Three batches under the profiler: its host overhead lengthens the
-    # spin of the later ones, so the last is queued before the spin ends.
-    with profile(activities=[ProfilerActivity.CUDA]) as prof:
-        for _ in range(3):
-            gpu_us, host_bound = clock.timer.us_per_call(call, CALLS, clock.wait)
-    torch.cuda.synchronize()
-    trace = os.path.join(tempfile.mkdtemp(prefix="aotirt-trace-"), "trace.json")
-    prof.export_chrome_trace(trace)
-    with open(trace) as f:
-        events = json.load(f)["traceEvents"]
-    spins = [e["ts"] + e["dur"] for e in events if e.get("cat") == "kernel" and SPIN_KERNEL in e.get("name", "")]
-    last_spin_end = max(spins, default=float("-inf"))
+    with tempfile.TemporaryDirectory(prefix="aotirt-trace-") as scratch:
+        call, clock = open_side(side, folder, scratch)
+        for _ in range(WARMUP_CALLS):
+            call()
+        clock.wait()
+        for _ in range(2):  # sizes the spin to the host's pace of this call
+            clock.timer.us_per_call(call, CALLS, clock.wait)
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(PROFILED_BATCHES):
+                gpu_us, host_bound = clock.timer.us_per_call(call, CALLS, clock.wait)
+        trace = os.path.join(scratch, "trace.json")
+        prof.export_chrome_trace(trace)
+        with open(trace) as f:
+            events = json.load(f)["traceEvents"]
+    spin_ends = [e["ts"] + e["dur"] for e in events if e.get("cat") == "kernel" and SPIN_KERNEL in e.get("name", "")]
+    last_spin_end = max(spin_ends, default=float("-inf"))
     activities = sorted((e["ts"], e["dur"], e["name"], e["cat"]) for e in events
                         if e.get("cat") in GPU_CATEGORIES and SPIN_KERNEL not in e.get("name", "")
                         and e["ts"] >= last_spin_end)
-    # The host's CUDA calls over all three batches: work queued besides the
-    # kernels (event records and waits, stream-ordered allocations) shows here.
+    # Work queued besides the kernels (event records and waits, stream-ordered
+    # allocations) shows in the host's calls.
     api = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
-            "api_calls_per_call": {name: round(n / (3 * CALLS), 2) for name, n in api.most_common()},
+            "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
             "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
 
 
 def summarise(trace):
     acts = trace["activities"]
     if not acts:
-        return {"activities_per_call": 0, "busy_us_per_call": 0.0, "span_us_per_call": 0.0}
+        return {"activities_per_call": 0, "busy_us_per_call": 0.0, "span_us_per_call": 0.0, "idle_us_per_call": 0.0}
     busy = sum(a["dur"] for a in acts)
     span = max(a["ts"] + a["dur"] for a in acts) - acts[0]["ts"]
     by_category = collections.Counter(a["cat"] for a in acts)
@@ -118,26 +108,25 @@ def summarise(trace):
             "events_gpu_us_per_call": round(trace["events_gpu_us_per_call"], 2), "host_bound": trace["host_bound"]}
 
 
-def by_name(trace):
-    """{kernel name: (count per call, us per call)}."""
+def per_call(pairs):
+    """{name: (count per call, us per call)} of (name, us) pairs of a batch."""
     table = collections.defaultdict(lambda: [0, 0.0])
-    for a in trace["activities"]:
-        entry = table[a["name"]]
-        entry[0] += 1
-        entry[1] += a["dur"]
+    for name, us in pairs:
+        table[name][0] += 1
+        table[name][1] += us
     return {name: (count / CALLS, us / CALLS) for name, (count, us) in table.items()}
+
+
+def by_name(trace):
+    """Each kernel name's count and GPU time."""
+    return per_call((a["name"], a["dur"]) for a in trace["activities"])
 
 
 def gaps_by_name(trace):
-    """{kernel name: (count per call, us per call)} of the GPU's idle time
-    after each activity, until the next one starts."""
-    table = collections.defaultdict(lambda: [0, 0.0])
+    """The GPU's idle time after each kernel name, until the next activity starts."""
     acts = trace["activities"]
-    for before, after in zip(acts, acts[1:]):
-        entry = table["after " + before["name"]]
-        entry[0] += 1
-        entry[1] += max(0.0, after["ts"] - (before["ts"] + before["dur"]))
-    return {name: (count / CALLS, us / CALLS) for name, (count, us) in table.items()}
+    return per_call(("after " + before["name"], max(0.0, after["ts"] - (before["ts"] + before["dur"])))
+                    for before, after in zip(acts, acts[1:]))
 
 
 def differences(aotirt_trace, torch_trace, table=by_name):
@@ -154,8 +143,7 @@ def differences(aotirt_trace, torch_trace, table=by_name):
 def run_side(side, folder):
     """One side in a fresh process (the two runners never share one)."""
     env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([BENCH, os.path.join(REPO, "tests", "aoti"), os.path.join(REPO, "pyx"),
-                                         env.get("PYTHONPATH", "")])
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "pyx"), env.get("PYTHONPATH", "")])
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--side", side, "--folder", folder],
                           capture_output=True, text=True, env=env, timeout=600)
     if done.returncode != 0:
@@ -165,7 +153,7 @@ def run_side(side, folder):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--only", required=False, default="resnet18", help="comma-separated zoo model names")
+    parser.add_argument("--only", default="resnet18", help="comma-separated zoo model names")
     parser.add_argument("--cache", help="the models' cache (default: the tests' .cache/aoti)")
     parser.add_argument("--out")
     parser.add_argument("--side", choices=("aotirt", "torch"), help=argparse.SUPPRESS)
@@ -174,7 +162,6 @@ def main():
     if args.side:
         print(json.dumps(trace_side(args.side, args.folder)))
         return 0
-    sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
     from zoo_index import cache_key, default_cache
 
     root = os.path.join(args.cache or default_cache(), cache_key("cuda"))

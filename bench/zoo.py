@@ -30,7 +30,6 @@ every model, and its time per call at most torch's runner's.
 
 import argparse
 import functools
-import json
 import os
 import shutil
 import statistics
@@ -94,11 +93,9 @@ def estimate_us(call, wait, calls=10):
 
 class AotirtWorker:
     def __init__(self):
-        import numpy as np
-
         import aotirt
 
-        self.np, self.aotirt = np, aotirt
+        self.aotirt = aotirt
         self.clock = clock = AotirtClock()
         self.wait, self.note = clock.wait, clock.note
         self.figures = Figures(clock.timer, clock.wait)
@@ -110,9 +107,8 @@ class AotirtWorker:
         import zoo_check
 
         self.teardown(request)
-        np, aotirt, folder = self.np, self.aotirt, request["folder"]
-        with open(os.path.join(folder, "meta.json")) as f:
-            meta = json.load(f)
+        aotirt, folder = self.aotirt, request["folder"]
+        meta = zoo_check.read_meta(folder)
         package = os.path.join(folder, "model.pt2")
         missing = zoo_check.missing_functions(package)
         if missing:
@@ -120,9 +116,7 @@ class AotirtWorker:
             return {"est_us": None, "notes": dict.fromkeys(AOTIRT_RUNNERS, note),
                     "check": {"ran": False, "missing": missing}}
         self.handle = aotirt.load(package)
-        self.inputs = [aotirt.asarray(np.load(os.path.join(folder, f"input{i}.npy")), device=0,
-                                      dtype="bfloat16" if dtype == "bfloat16" else None)
-                       for i, dtype in enumerate(meta["inputs"])]
+        self.inputs = zoo_check.aotirt_inputs(folder, meta)
         run = lambda: self.handle.run(self.inputs)  # noqa: E731
         worst = {"eager": zoo_check.worst_output(zoo_check.host_outputs(run(), meta), folder, meta)}
         for _ in range(3):
@@ -179,16 +173,12 @@ class TorchWorker:
         self.calls, self.runners, self.scratch = {}, [], []
 
     def setup(self, request):
-        import numpy as np
-
         import torch_runner
+        import zoo_check
 
         self.teardown(request)
         folder = request["folder"]
-        with open(os.path.join(folder, "meta.json")) as f:
-            meta = json.load(f)
-        inputs = [torch_runner.from_numpy(np.load(os.path.join(folder, f"input{i}.npy")), dtype)
-                  for i, dtype in enumerate(meta["inputs"])]
+        inputs = zoo_check.torch_inputs(folder, zoo_check.read_meta(folder))
         notes = {}
         for label, single_threaded in TORCH_RUNNERS.items():
             scratch = tempfile.mkdtemp(prefix="aotirt-bench-zoo-")

@@ -1,7 +1,9 @@
 """What the zoo's GPU test and bench/zoo.py both ask of a compiled zoo model,
 without torch: which aoti_torch_* functions its library needs that aotirt
 does not implement, and how far aotirt's outputs are from torch eager's
-(the test's tolerances, one definition). numpy and aotirt only.
+(the test's tolerances, one definition); and a compiled model's saved
+inputs, for aotirt or (torch_inputs, in a torch process) for torch's runner.
+numpy and aotirt only, torch only where asked.
 """
 
 import ctypes
@@ -19,6 +21,34 @@ TOLERANCE = {"float32": 1e-3, "float16": 2e-2, "bfloat16": 2e-2}
 EAGER_ONLY = {"cond_branches": "torch.cond reads its predicate on the host (aoti_torch_item_bool), "
                                "which a CUDA graph cannot record"}
 AOTI_DIR = "data/aotinductor/"
+
+
+def read_meta(folder):
+    """The model's meta.json (build.py writes it last: its inputs' dtypes, its outputs')."""
+    import json
+
+    with open(os.path.join(folder, "meta.json")) as f:
+        return json.load(f)
+
+
+def _saved_inputs(folder, meta):
+    """(array, dtype name) of each saved input; bfloat16 is saved as its uint16 bits."""
+    return [(np.load(os.path.join(folder, f"input{i}.npy")), dtype) for i, dtype in enumerate(meta["inputs"])]
+
+
+def aotirt_inputs(folder, meta):
+    """The model's inputs as aotirt tensors on cuda:0."""
+    import aotirt
+
+    return [aotirt.asarray(array, device=0, dtype="bfloat16" if dtype == "bfloat16" else None)
+            for array, dtype in _saved_inputs(folder, meta)]
+
+
+def torch_inputs(folder, meta):
+    """The model's inputs as torch CUDA tensors (a torch process only)."""
+    import torch_runner
+
+    return [torch_runner.from_numpy(array, dtype) for array, dtype in _saved_inputs(folder, meta)]
 
 
 @functools.lru_cache(maxsize=1)
