@@ -415,7 +415,9 @@ aotirt_status run_cublas(const Problem& p, Stream* stream) {
   AOTIRT_TRY(cublas::api(kWho, &api));
   cublas::Handle handle = nullptr;
   AOTIRT_TRY(cublas::thread_handle(kWho, stream->device, &handle));
-  AOTIRT_TRY(cublas::check(*api, kWho, "cublasSetStream_v2", api->set_stream(handle, stream->handle)));
+  const StreamRef on = StreamRef::share(stream);
+  StorageRef cublas_workspace;  // for this call's GEMMs (freed stream-ordered after them)
+  AOTIRT_TRY(cublas::bind_stream(*api, kWho, handle, on, &cublas_workspace));
 
   const Bases bases{{static_cast<const float*>(p.q), static_cast<const float*>(p.k), static_cast<const float*>(p.v),
                      scores, static_cast<const float*>(p.out)}};

@@ -2,12 +2,16 @@
 
 #include <dlfcn.h>
 
+#include <cstdint>
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "runtime/entry.h"
 #include "runtime/errors.h"
+#include "runtime/stream.h"
+#include "shims/libs/cublas_workspace.h"
 #include "shims/libs/dynamic_library.h"
 
 namespace aotirt {
@@ -29,6 +33,7 @@ bool resolve(void* handle, Api* api, std::string* why) {
       "not a cuBLAS library, or one older than 11", why);
   if (!all) return false;
   api->status_string = reinterpret_cast<const char* (*)(Status)>(dlsym(handle, "cublasGetStatusString"));
+  api->set_workspace = reinterpret_cast<Status (*)(Handle, void*, size_t)>(dlsym(handle, "cublasSetWorkspace_v2"));
   return true;
 }
 
@@ -123,6 +128,49 @@ aotirt_status thread_handle(const char* who, int device, Handle* out) {
   }
   thread_handles.mine.push_back(found);
   *out = found.handle;
+  return AOTIRT_OK;
+}
+
+namespace {
+// What a handle of this thread was last bound to (bind_stream): the same
+// stream and workspace block again (the stream's cache hands the block back
+// call after call) need no cuBLAS call. Handles change threads only when a
+// thread ends, and this goes with it.
+struct Binding {
+  Handle handle;
+  cudaStream_t stream;
+  void* workspace;
+  size_t bytes;
+};
+thread_local std::vector<Binding> thread_bindings;
+}  // namespace
+
+aotirt_status bind_stream(const Api& cublas, const char* who, Handle handle, const StreamRef& stream,
+                          StorageRef* workspace) {
+  size_t bytes = 0;
+  if (cublas.set_workspace) {  // a cuBLAS without it keeps its own pool
+    static const char* const config = std::getenv("CUBLAS_WORKSPACE_CONFIG");  // read once, as cuBLAS does
+    DeviceFacts facts;
+    AOTIRT_TRY(device_facts(stream->device, &facts));
+    bytes = workspace_bytes(facts.sm_version, config);
+    if (bytes) AOTIRT_TRY(allocate_storage(bytes, AOTIRT_DEVICE_CUDA, stream->device, stream, workspace));
+  }
+  void* const block = bytes ? (*workspace)->data : nullptr;
+  Binding* bound = nullptr;
+  for (Binding& b : thread_bindings)
+    if (b.handle == handle) bound = &b;
+  if (!bound) {
+    thread_bindings.push_back(Binding{handle, nullptr, nullptr, 0});
+    bound = &thread_bindings.back();
+    bound->stream = reinterpret_cast<cudaStream_t>(~uintptr_t{0});  // matches no stream: bind the first time
+  }
+  if (bound->stream == stream->handle && bound->workspace == block && bound->bytes == bytes) return AOTIRT_OK;
+  bound->stream = reinterpret_cast<cudaStream_t>(~uintptr_t{0});  // unknown until both calls succeed
+  // cublasSetStream puts the handle back on cuBLAS's own pool: the workspace is set after it.
+  AOTIRT_TRY(check(cublas, who, "cublasSetStream_v2", cublas.set_stream(handle, stream->handle)));
+  if (cublas.set_workspace)
+    AOTIRT_TRY(check(cublas, who, "cublasSetWorkspace_v2", cublas.set_workspace(handle, block, bytes)));
+  *bound = Binding{handle, stream->handle, block, bytes};
   return AOTIRT_OK;
 }
 

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "aotirt/aotirt.h"
+#include "runtime/tensor.h"
 
 namespace aotirt {
 namespace cublas {
@@ -43,6 +44,7 @@ inline cudaDataType_t data_type(int32_t dtype) {
 struct Api {
   Status (*create)(Handle*);                         // cublasCreate_v2
   Status (*set_stream)(Handle, cudaStream_t);        // cublasSetStream_v2
+  Status (*set_workspace)(Handle, void*, size_t);    // cublasSetWorkspace_v2; may be null (cuBLAS < 11)
   Status (*gemm)(Handle, int transa, int transb, int m, int n, int k, const void* alpha,  // cublasGemmEx
                  const void* a, cudaDataType_t a_type, int lda, const void* b, cudaDataType_t b_type, int ldb,
                  const void* beta, void* c, cudaDataType_t c_type, int ldc, int compute_type, int algo);
@@ -73,6 +75,25 @@ aotirt_status api(const char* who, const Api** out);
 // Made on first use. A handle is never destroyed (cublasDestroy waits for the
 // whole device); a thread that ends leaves its handles to the next threads.
 aotirt_status thread_handle(const char* who, int device, Handle* out);
+
+// Points `handle` at `stream` for the calls that follow, with a workspace of
+// aotirt's own that the caller keeps (`workspace`) until its last cuBLAS call
+// on that stream is queued; freeing it is stream-ordered, so the next call on
+// the stream reuses the block from the stream's cache.
+//
+// Why not cuBLAS's default workspace pool: with it cuBLAS queues a
+// cudaEventRecord on the stream at every GEMM (15 a call of a small Gemma
+// decoder, one per matmul, seen in a CUPTI trace on the H200), each one
+// more operation between the kernels; torch's runner, which gives cuBLAS a
+// workspace of its own as this does, queues none. Its size is torch's:
+// CUBLAS_WORKSPACE_CONFIG's when set (":SIZE:COUNT" pairs, SIZE in KiB; the
+// variable cuBLAS reads for its own pool, so a user's deterministic ":0:0"
+// or ":16:8" still holds), else 32 MiB on Hopper and newer and 8 MiB +
+// 128 KiB before, so that cuBLAS chooses among the same algorithms as torch.
+// Inside a CUDA graph capture the workspace becomes an allocation node of the
+// graph, as every stream-ordered allocation there does.
+aotirt_status bind_stream(const Api& cublas, const char* who, Handle handle, const StreamRef& stream,
+                          StorageRef* workspace);
 
 // AOTIRT_OK for CUBLAS_STATUS_SUCCESS, else an AOTIRT_ERROR_AOTI whose message
 // names `who`, the call and cuBLAS's status name and description.

@@ -48,7 +48,8 @@ aotirt_status run_cuda(const Problem& p, StreamRef* stream_out) {
   AOTIRT_TRY(cublas::api(p.name, &api));
   cublas::Handle handle = nullptr;
   AOTIRT_TRY(cublas::thread_handle(p.name, device, &handle));
-  AOTIRT_TRY(cublas::check(*api, p.name, "cublasSetStream_v2", api->set_stream(handle, stream->handle)));
+  StorageRef workspace;  // cuBLAS's, for this call (freed stream-ordered after it)
+  AOTIRT_TRY(cublas::bind_stream(*api, p.name, handle, stream, &workspace));
 
   const gemm_layout::Plan plan =
       gemm_layout::plan(p.batch, p.m, p.n, p.k, p.a.strides, p.b.strides, p.out.strides, p.out_overlaps_input);
