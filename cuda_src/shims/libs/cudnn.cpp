@@ -230,7 +230,12 @@ aotirt_status thread_context(const char* who, int device, cudaStream_t stream, C
   bool listed = false;
   for (Context* c : thread_contexts.mine) listed = listed || c == found;
   if (!listed) thread_contexts.mine.push_back(found);
-  AOTIRT_TRY(check(who, "cudnnSetStream", lib->set_stream(found->handle, stream)));
+  if (!found->stream_set || found->stream != stream) {
+    found->stream_set = false;  // until cuDNN has taken it
+    AOTIRT_TRY(check(who, "cudnnSetStream", lib->set_stream(found->handle, stream)));
+    found->stream = stream;
+    found->stream_set = true;
+  }
   *out = found;
   return AOTIRT_OK;
 }

@@ -66,6 +66,11 @@ struct Context {
   int sm_version = 0;  // the device's compute capability, major * 10 + minor
   Handle handle = nullptr;
   std::unordered_map<std::string, std::unique_ptr<Cached>> plans;
+  // The stream the handle was last set to: cudnnSetStream is called only
+  // when it changes (each call asks CUDA for the stream's priority and the
+  // device's range, two host calls per convolution otherwise).
+  cudaStream_t stream = nullptr;
+  bool stream_set = false;
 };
 
 // The calling thread's context for `device` (which must be current), with
