@@ -4,7 +4,8 @@
 // For random attention problems over the layouts the shims and Inductor hand
 // over (contiguous [B, H, L, E], [B, L, H, E] permuted, packed projections,
 // broadcast batches or heads, padded rows, odd head sizes, misaligned data),
-// outputs as the shims allocate them or not, and each kind of log-sum-exp:
+// outputs as the shims allocate them or not, each kind of log-sum-exp, and
+// biases (masks) laid out as they come or broadcast:
 // wherever takes() accepts a problem, the address arithmetic of CUTLASS's
 // kernel (Params::advance_to_block, written out in the header's comment)
 // over fields() must reach, for every element, the same place as the
@@ -74,6 +75,10 @@ void check_addressing(const Problem& p) {
         for (int64_t c = 0; c < p.value_dim; c += 3)
           same("value", p.v, p.v_stride, b, h, n, c, b * f.v_strideB + n * f.v_strideM + h * f.v_strideH + c);
       }
+      for (int64_t m = 0; p.bias && m < p.q_len; ++m)
+        for (int64_t j = 0; j < p.kv_len; j += 5)
+          same("bias", p.bias, p.bias_stride, b, h, m, j,
+               b * f.bias_strideB + h * f.bias_strideH + m * int64_t{f.bias_strideM} + j);
       if (p.lse) {
         // The kernel writes rows 0 .. lse_rows - 1 of each head, +inf past num_queries.
         const int64_t rows = layout::lse_rows(f.num_queries);
@@ -113,6 +118,21 @@ Problem random_problem(std::mt19937& rng, int* out_kind, int* lse_kind) {
                                      {L * (H * Ev + 4), Ev, H * Ev + 4, 1}};
   for (int d = 0; d < 4; ++d) p.out_stride[d] = out_strides[*out_kind][d];
   p.out = const_cast<void*>(at(0));
+  // bias: none, or [B, H, L, S] as a mask comes: contiguous, broadcast over
+  // batch and heads, rows padded (torch pads them to 16), an odd row, rows
+  // broadcast, or misaligned; float32, or now and then a bool mask.
+  switch (rng() % 8) {
+    case 0: case 1: break;
+    default: {
+      const int64_t S = p.kv_len, padded = (S + 15) / 16 * 16;
+      const int64_t strides[6][4] = {{H * L * S, L * S, S, 1}, {0, 0, S, 1}, {0, 0, padded, 1},
+                                     {0, L * (S | 1), S | 1, 1}, {0, 0, 0, 1}, {H * L * padded, L * padded, padded, 1}};
+      const int which = static_cast<int>(rng() % 6);
+      for (int d = 0; d < 4; ++d) p.bias_stride[d] = strides[which][d];
+      p.bias = at(which == 5 && rng() % 2 ? 2 : 0);
+      p.bias_dtype = rng() % 6 == 0 ? AOTIRT_DTYPE_BOOL : AOTIRT_DTYPE_FLOAT32;
+    }
+  }
   // lse: none, the efficient shim's (padded to 32 rows), or flash's [B, H, L].
   *lse_kind = static_cast<int>(rng() % 3);
   if (*lse_kind) {
@@ -139,14 +159,19 @@ Problem plain(int64_t L, int64_t S, int64_t E) {
 
 int main() {
   std::mt19937 rng(1234);
-  int accepted = 0, accepted_kinds[3] = {0, 0, 0}, accepted_outs[3] = {0, 0, 0};
+  int accepted = 0, accepted_kinds[3] = {0, 0, 0}, accepted_outs[3] = {0, 0, 0}, accepted_biases = 0;
   for (int i = 0; i < 20000; ++i) {
     int out_kind = 0, lse_kind = 0;
     const Problem p = random_problem(rng, &out_kind, &lse_kind);
     if (!layout::takes(p)) continue;
     ++accepted, ++accepted_kinds[lse_kind], ++accepted_outs[out_kind];
+    if (p.bias) {
+      ++accepted_biases;
+      expect(!p.lse && p.bias_dtype == AOTIRT_DTYPE_FLOAT32 && p.bias_stride[2] > 0, "a bias it must refuse");
+    }
     check_addressing(p);
   }
+  expect(accepted_biases > 100, "too few problems with a bias accepted: " + std::to_string(accepted_biases));
   expect(accepted > 1000, "too few problems accepted: " + std::to_string(accepted));
   for (int kind = 0; kind < 3; ++kind) expect(accepted_kinds[kind] > 100, "a kind of log-sum-exp never accepted");
   // Outputs: the shims' [B, L, H, Ev] layout, and padded rows of it; a
@@ -161,7 +186,23 @@ int main() {
   expect(!layout::takes(p), "grouped-query heads");
   p = plain(64, 64, 64);
   p.bias = at(0);
-  expect(!layout::takes(p), "a bias");
+  p.bias_stride[2] = 64, p.bias_stride[3] = 1;  // one [L, S] mask for every batch and head
+  expect(layout::takes(p), "a float32 bias");
+  p.bias_dtype = AOTIRT_DTYPE_BOOL;
+  expect(!layout::takes(p), "a bool mask");
+  p.bias_dtype = AOTIRT_DTYPE_FLOAT32;
+  p.lse = const_cast<void*>(at(0));
+  p.lse_stride[0] = 8 * 64, p.lse_stride[1] = 64, p.lse_stride[2] = 1;
+  expect(!layout::takes(p), "a bias beside a wanted log-sum-exp");
+  p.lse = nullptr;
+  p.bias_stride[2] = 0;
+  expect(!layout::takes(p), "a bias broadcast over rows");
+  p.bias_stride[2] = 66;
+  expect(!layout::takes(p), "bias rows 8 bytes off 16");
+  p.bias_stride[2] = 64, p.bias_stride[3] = 0;
+  expect(!layout::takes(p), "a bias broadcast over keys");
+  p.bias_stride[3] = 1, p.bias = at(1);
+  expect(!layout::takes(p), "a bias 4 bytes off 16");
   expect(!layout::takes(plain(64, 64, 30)), "a head size of 30");
   p = plain(128, 64, 64);
   p.causal = aotirt::attention::kBottomRight;

@@ -46,6 +46,7 @@ CASES = {  # name: B, H, Hk (key/value heads), L, S, E (head size), causal, mask
     "L128_S384_E64_causal": (1, 4, 4, 128, 384, 64, True, None, None),     # top-left with more keys
     "gqa_L512_E128_causal": (2, 8, 2, 512, 512, 128, True, None, None),
     "gqa_L200_S300_E64_additive_mask": (1, 8, 4, 200, 300, 64, False, "additive", None),
+    "L200_S300_E64_additive_mask": (1, 8, 8, 200, 300, 64, False, "additive", None),
     "L64_S1000_E64_bool_mask": (2, 4, 4, 64, 1000, 64, False, "bool", None),
     "gqa_decode_step_S1024_E128": (2, 8, 2, 1, 1024, 128, False, None, None),   # one query row
     "L77_E64_scale_causal": (1, 2, 2, 77, 77, 64, True, None, 0.3),
@@ -104,3 +105,14 @@ def test_matches_torch(op, case, dtype, torch_outputs):
     assert layout(result.out)[2:] == (dtype, 1)
     want = torch_outputs[(case, dtype)]
     assert max_error(read(result.out), want) < TOLERANCE[dtype]
+
+
+def test_float32_mask_without_logsumexp_matches_torch(torch_outputs):
+    """A float32 additive mask over plain heads with no log-sum-exp wanted,
+    as a transformers model's inference asks for it: CUTLASS's fused kernel
+    with its bias (test_attention_fmha_gpu.py checks which path runs)."""
+    case, dtype = "L200_S300_E64_additive_mask", "float32"
+    q, k, v, mask = operands(case, dtype)
+    handles = [dense(a, DEV, dtype)[0] for a in (q, k, v)]
+    result = efficient(*handles, bias=dense(mask, DEV, dtype)[0], lse=False).ok()
+    assert max_error(read(result.out), torch_outputs[(case, dtype)]) < TOLERANCE[dtype]

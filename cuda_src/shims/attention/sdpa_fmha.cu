@@ -4,8 +4,13 @@
 // 64, 64 x 128 up to 128 (both keep the output in registers), 32 x 128 with
 // the output accumulated in memory above that. (Up to 128 torch 2.11 runs
 // fmha_cutlassF_f32_aligned_64x128_rf_sm80 on the H200: 50.6 us at B2 H8
-// L512 E128, where 32 x 128 took 1.15 to 1.18x that.) Dropout and bias
-// support are compiled out (inference; a bias goes to cuBLAS).
+// L512 E128, where 32 x 128 took 1.15 to 1.18x that.) Dropout is compiled
+// out (inference). The bias is compiled in, as in every one of torch's
+// instances: the scores are scale * q k^T + bias, and a bias is read in
+// place (a float32 mask of a transformers model, say), so that masked
+// attention is one kernel rather than cuBLAS's four. Rows whose every key a
+// bias masks give zeros, as torch's kernel and aotirt's other paths give
+// them (sdpa_fmha_normalize.cuh).
 
 #include <cuda_runtime.h>
 
@@ -24,6 +29,7 @@
 
 #ifdef AOTIRT_HAVE_CUTLASS_FMHA
 #include "kernel_forward.h"
+#include "shims/attention/sdpa_fmha_normalize.cuh"
 #endif
 
 namespace aotirt {
@@ -34,7 +40,7 @@ namespace {
 
 template <int kQueries, int kKeys, int kMaxK>
 using Fmha = AttentionKernel<float, cutlass::arch::Sm80, /*isAligned=*/true, kQueries, kKeys, kMaxK,
-                             /*kSupportsDropout=*/false, /*kSupportsBias=*/false>;
+                             /*kSupportsDropout=*/false, /*kSupportsBias=*/true>;
 using FmhaUpTo64 = Fmha<64, 64, 64>;
 using FmhaUpTo128 = Fmha<64, 128, 128>;
 using FmhaAnySize = Fmha<32, 128, 65536>;  // as torch's own instance: the output accumulated in memory
@@ -80,6 +86,10 @@ aotirt_status launch(const Problem& p, Stream* stream) {
   params.k_strideB = f.k_strideB, params.k_strideH = f.k_strideH, params.k_strideM = f.k_strideM;
   params.v_strideB = f.v_strideB, params.v_strideH = f.v_strideH, params.v_strideM = f.v_strideM;
   params.o_strideM = f.o_strideM;
+  params.attn_bias_ptr = static_cast<float*>(const_cast<void*>(p.bias));  // nullptr: no bias
+  params.bias_strideM = f.bias_strideM;
+  params.bias_strideH = f.bias_strideH;
+  params.bias_strideB = f.bias_strideB;
   if (!Kernel::check_supported(params))  // fmha_takes checked all of this: a bug if it is reached
     return fail(AOTIRT_ERROR_AOTI, "attention: CUTLASS's fused kernel refused a problem that fmha_takes accepted");
   constexpr size_t shared = sizeof(typename Kernel::SharedStorage);

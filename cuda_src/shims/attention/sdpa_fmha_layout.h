@@ -10,6 +10,8 @@
 //   output (b * num_queries + m) * o_strideM + h * head_dim_value + c
 //   lse    (b * num_heads + h) * lse_rows + m, with lse_rows = num_queries
 //          rounded up to 32 and +inf in rows num_queries .. lse_rows - 1.
+// and adds to the scores (scale * q k^T) of row m, key j
+//   bias   b * bias_strideB + h * bias_strideH + m * bias_strideM + j
 // With one query row and key and value heads of stride 0 it takes another
 // path (the heads as rows, the causal mask dropped): that is left to cuBLAS.
 #pragma once
@@ -39,9 +41,24 @@ inline bool operand_ok(const void* data, const int64_t* stride) {
          stride[0] % kAlign == 0 && fits_int32(stride[2]) && fits_int32(stride[1]) && stride[0] >= 0;
 }
 
+// A bias the kernel can read in place: float32 (a bool mask is cuBLAS's),
+// unit key stride, 16-byte aligned rows whose stride fits its 32-bit field
+// (with the row offset it computes in 32 bits); heads and batches at any
+// multiple of 4, broadcast ones at 0. A bias broadcast over rows (row stride
+// 0) and one beside a wanted log-sum-exp stay on cuBLAS: the kernel writes
+// -inf as the log-sum-exp of a row whose every key the bias masks, where
+// torch's kernel and aotirt's cuBLAS path write 0.
+inline bool bias_ok(const Problem& p) {
+  if (!p.bias) return true;
+  const int64_t* s = p.bias_stride;
+  return p.bias_dtype == AOTIRT_DTYPE_FLOAT32 && !p.lse && aligned(p.bias) && s[3] == 1 && s[2] > 0 &&
+         s[2] % kAlign == 0 && s[1] >= 0 && s[1] % kAlign == 0 && s[0] >= 0 && s[0] % kAlign == 0 &&
+         fits_int32(p.q_len * s[2] + p.kv_len);
+}
+
 // Everything of fmha_takes but the device and AOTIRT_ATTENTION_FUSED.
 inline bool takes(const Problem& p) {
-  if (p.dtype != AOTIRT_DTYPE_FLOAT32 || p.bias || p.heads != p.kv_heads) return false;
+  if (p.dtype != AOTIRT_DTYPE_FLOAT32 || !bias_ok(p) || p.heads != p.kv_heads) return false;
   if (p.batch < 1 || p.heads < 1 || p.q_len < 1 || p.kv_len < 1 || p.head_dim < 1 || p.value_dim < 1) return false;
   if (p.batch > kMaxGridYZ || p.heads > kMaxGridYZ || !fits_int32(lse_rows(p.q_len)) || !fits_int32(p.kv_len))
     return false;
@@ -72,8 +89,8 @@ inline bool takes(const Problem& p) {
 // The Params fields that place the data, for a problem `takes` accepts.
 struct Fields {
   int32_t num_queries, num_keys, num_heads, num_batches, head_dim, head_dim_value;
-  int32_t q_strideM, q_strideH, k_strideM, k_strideH, v_strideM, v_strideH, o_strideM;
-  int64_t q_strideB, k_strideB, v_strideB;
+  int32_t q_strideM, q_strideH, k_strideM, k_strideH, v_strideM, v_strideH, o_strideM, bias_strideM;
+  int64_t q_strideB, k_strideB, v_strideB, bias_strideH, bias_strideB;
 };
 
 inline Fields fields(const Problem& p) {
@@ -89,6 +106,10 @@ inline Fields fields(const Problem& p) {
   f.v_strideM = static_cast<int32_t>(p.v_stride[2]), f.v_strideH = static_cast<int32_t>(p.v_stride[1]);
   f.q_strideB = p.q_stride[0], f.k_strideB = p.k_stride[0], f.v_strideB = p.v_stride[0];
   f.o_strideM = static_cast<int32_t>(p.out_stride[2]);
+  // No bias: zeros, which the kernel never reads.
+  f.bias_strideM = static_cast<int32_t>(p.bias ? p.bias_stride[2] : 0);
+  f.bias_strideH = p.bias ? p.bias_stride[1] : 0;
+  f.bias_strideB = p.bias ? p.bias_stride[0] : 0;
   return f;
 }
 
