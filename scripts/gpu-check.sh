@@ -25,6 +25,9 @@
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_PARTS="ops fallback_ops zoo" scripts/gpu-check.sh --bench-only
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_KEEP=1 AOTIRT_BENCH_PARTS="harness bench kernel_times decode" \
 #     scripts/gpu-check.sh --bench-only
+# (tests/aoti alone, or first: its tests assert that the process never
+# imported torch, and tests/runtime/test_interop_gpu.py imports it; in one
+# run of the whole suite pytest collects tests/aoti first)
 # (each with AOTIRT_PREBUILT=.prebuilt and .prebuilt carried, or with
 # AOTIRT_CUDA_ARCHS=90 and .deps carried, where a command that lands on a
 # fresh machine rebuilds everything first: about 390 s). The zoo is compiled
