@@ -12,16 +12,10 @@ messages, without a GPU.
 """
 
 import os
-import subprocess
 
-from support.helpers import REPO
+from support.helpers import run_host_check
 
 
 def test_output_layouts_follow_torchs_rules(tmp_path):
-    exe = str(tmp_path / "conv_layout_check")
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-Wextra", "-Werror",
-                    "-I", os.path.join(REPO, "cuda_src", "shims", "convolution"),
-                    os.path.join(REPO, "tests", "shims", "conv_layout_check.cpp"), "-o", exe], check=True)
-    proc = subprocess.run([exe], check=False, capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith(" 0 failures"), proc.stdout
+    run_host_check(tmp_path, "conv_layout_check.cpp", includes=(os.path.join("cuda_src", "shims", "convolution"),),
+                   flags=("-Wall", "-Wextra", "-Werror"), timeout=120)

@@ -2,21 +2,14 @@
 its size for each form of CUBLAS_WORKSPACE_CONFIG, checked on the host, and
 matmuls that still match numpy with a workspace of each kind, on the GPU."""
 
-import os
-import subprocess
 
 import pytest
 
-from support.helpers import REPO, in_tests, run_python
+from support.helpers import in_tests, run_host_check, run_python
 
 
 def test_workspace_size_follows_torch_and_cublas_workspace_config(tmp_path):
-    exe = str(tmp_path / "cublas_workspace_check")
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-I", os.path.join(REPO, "cuda_src"),
-                    os.path.join(REPO, "tests", "shims", "cublas_workspace_check.cpp"), "-o", exe], check=True)
-    proc = subprocess.run([exe], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith(" 0 failures"), proc.stdout
+    run_host_check(tmp_path, "cublas_workspace_check.cpp", includes=("cuda_src",), timeout=60)
 
 
 # A float32 mm (cublasGemmEx) and bmm (cublasGemmStridedBatchedEx) on the

@@ -9,16 +9,9 @@ column-major GEMM that follows cuBLAS's contract, and is compared with the
 product taken directly from the strides.
 """
 
-import os
-import subprocess
 
-from support.helpers import REPO
+from support.helpers import run_host_check
 
 
 def test_every_layout_maps_onto_a_column_major_gemm(tmp_path):
-    exe = str(tmp_path / "gemm_layout_check")
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-I", os.path.join(REPO, "cuda_src"),
-                    os.path.join(REPO, "tests", "shims", "gemm_layout_check.cpp"), "-o", exe], check=True)
-    proc = subprocess.run([exe], capture_output=True, text=True, timeout=300)
-    assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert proc.stdout.strip().endswith(" 0 failures"), proc.stdout
+    run_host_check(tmp_path, "gemm_layout_check.cpp", includes=("cuda_src",))

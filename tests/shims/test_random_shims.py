@@ -18,7 +18,7 @@ import pytest
 
 import aotirt
 from aotirt._testing import tensor_handle
-from support.helpers import REPO
+from support.helpers import run_host_check
 from support.random_shims import call, draw, fill_out, seed
 from support.shims import I64, H, Handle, _reinterpret, dense, last_error, layout, read, view
 
@@ -27,11 +27,7 @@ FLOATS = ["float32", "float64", "float16", "bfloat16"]
 
 
 def test_philox_matches_the_published_known_answers(tmp_path):
-    exe = str(tmp_path / "philox_check")
-    subprocess.run(["g++", "-std=c++17", "-O2", "-Wall", "-I", os.path.join(REPO, "cuda_src"),
-                    os.path.join(REPO, "tests", "shims", "philox_check.cpp"), "-o", exe], check=True)
-    proc = subprocess.run([exe], capture_output=True, text=True, timeout=60)
-    assert proc.returncode == 0 and proc.stdout.strip().endswith("0 failures"), proc.stdout
+    run_host_check(tmp_path, "philox_check.cpp", includes=("cuda_src",), timeout=60)
 
 
 def test_32_bit_integer_draws_are_the_raw_philox_words():

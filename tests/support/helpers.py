@@ -11,6 +11,22 @@ TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(TESTS)
 
 
+def run_host_check(tmp_path, source, includes=("cuda_src", "include"), flags=("-Wall",), timeout=300):
+    """Builds tests/shims/`source`, a host-only C++ check of a header's
+    arithmetic (no GPU, no CUDA headers), with g++ and the folders
+    `includes` of the repository, runs it, and asserts that it exited 0
+    and reported "0 failures" last. Returns its output."""
+    exe = str(tmp_path / os.path.splitext(source)[0])
+    command = ["g++", "-std=c++17", "-O2", *flags]
+    for folder in includes:
+        command += ["-I", os.path.join(REPO, folder)]
+    subprocess.run([*command, os.path.join(REPO, "tests", "shims", source), "-o", exe], check=True)
+    proc = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, check=False)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.split()[-2:] == ["0", "failures"], proc.stdout
+    return proc.stdout
+
+
 def random_inputs(rng, shape, count=3):
     """`count` float32 arrays of `shape` drawn from a normal distribution."""
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
