@@ -58,6 +58,8 @@ CASES = [
      "dtype": "bfloat16", "m": 8, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "_weight_int4pack_mm", "model": "int4 decode (MLP up)", "shape": "1x4096 @ 4096x14336 g128",
      "dtype": "bfloat16", "m": 1, "k": 4096, "n": 14336, "group": 128, "inner": 8},
+    {"op": "_weight_int4pack_mm", "model": "int4 linear (16 rows, the zoo's)", "shape": "16x512 @ 512x1024 g128",
+     "dtype": "bfloat16", "m": 16, "k": 512, "n": 1024, "group": 128, "inner": 8},
     {"op": "_weight_int4pack_mm", "model": "int4 prefill", "shape": "64x4096 @ 4096x4096 g128",
      "dtype": "bfloat16", "m": 64, "k": 4096, "n": 4096, "group": 128, "inner": 8},
     {"op": "scatter", "model": "mask", "shape": "x 4096x1024 dim1 index 4096x64", "dtype": "float32",

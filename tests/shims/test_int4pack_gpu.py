@@ -7,13 +7,15 @@ The packer's own check runs here (no GPU): every nibble of the packed
 weight is the value the layout's documentation says it is.
 
 The shim has three kernels (int4pack_cuda.cu): a tensor-core decode kernel
-for up to eight rows whose activations fit its 64 KiB of shared memory and
+for up to sixteen rows whose activations fit its 64 KiB of shared memory and
 are 16-byte aligned, a tensor-core one for more rows, and the plain tiled one
 for operands the fast ones' vector loads cannot take (a storage offset that
 breaks their alignment); the row counts below cross each boundary (8 / 9 for
-the decode kernel, 16 / 17 and 32 / 33 for the tensor-core kernel's tile
-choices), the column counts give odd tile counts (the decode kernel takes
-two n tiles a block).
+the decode kernel's one or two row tiles, 16 / 17 for its end, 32 / 33 for
+the tensor-core kernel's tile choices), the column counts give odd tile
+counts (the decode kernel takes two n tiles a block), and k = 4096 against
+"min" gives the decode kernel's batches of one k-outer tile a warp (few
+tiles) and of several.
 """
 
 import ctypes
@@ -177,17 +179,18 @@ def test_unaligned_operands_take_the_plain_kernel(m, shifted):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m,k", [(8, 4096), (8, 4608), (2, 16384), (2, 16896), (1, 14336)])
+@pytest.mark.parametrize("m,k", [(8, 4096), (8, 4608), (2, 16384), (2, 16896), (1, 14336), (16, 2048), (12, 2048),
+                                 (16, 2176)])
 def test_the_decode_kernels_room_for_the_activations(m, k):
-    """m * k * 2 bytes up to 64 KiB are staged by the decode kernel (8 x 4096
-    and 2 x 16384 are exactly that); a little past it, the tensor-core kernel
-    takes the rows. k 14336 is several rounds of the decode kernel's
-    k-outer batches."""
+    """m * k * 2 bytes up to 64 KiB are staged by the decode kernel (8 x 4096,
+    2 x 16384 and 16 x 2048 are exactly that); a little past it, the
+    tensor-core kernel takes the rows. k 14336 is several rounds of the
+    decode kernel's k-outer batches."""
     assert_random_product(np.random.default_rng([m, k]), m, 24, k, 128, 8)
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("m", [1, 8])
+@pytest.mark.parametrize("m", [1, 8, 16])
 def test_activations_off_a_16_byte_boundary_take_the_tensor_core_kernel(m):
     """Two elements of storage offset leave A 4 bytes past a 16-byte boundary:
     too little for the decode kernel's 16-byte copies, enough for mma_mm's."""

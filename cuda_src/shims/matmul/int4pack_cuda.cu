@@ -20,7 +20,7 @@
 // bfloat16: (q - 8) * scale + zero, with qScaleAndZeros bfloat16
 // [k / qGroupSize][n][2] holding (scale, zero).
 //
-// Three kernels: up to int4pack::kDecodeMaxRows (8) rows, a tensor-core
+// Three kernels: up to int4pack::kDecodeMaxRows (16) rows, a tensor-core
 // decode kernel with the weight as the A operand and the activations staged
 // in shared memory (int4pack_decode.cuh); more rows, or activations too long
 // to stage, tensor-core mma.sync with the activations as A (int4pack_mma.cuh).

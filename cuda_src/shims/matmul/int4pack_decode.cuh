@@ -1,19 +1,21 @@
-// _weight_int4pack_mm for a few rows (decode, m <= kDecodeMaxRows) on the
-// tensor cores, with the weight as the A operand: C^T = W X^T.
+// _weight_int4pack_mm for a few rows (decode and short prompts, m <=
+// kDecodeMaxRows) on the tensor cores, with the weight as the A operand:
+// C^T = W X^T.
 //
 // Why the weight is A: an m16n8k16 A fragment is 16 rows, and a lane's
 // packed words (int4pack_dequant.cuh) are already the fragment of its own
 // column, so the rows of one A fragment are the 8 columns of two n tiles, and
-// the activations' up to 8 rows are B's 8 columns. One mma then covers 16
-// weight columns with no padding rows wasted on the weight side (with the
-// activations as A, 15 of its 16 rows are padding for one row). Each lane
-// dequantises as torch's tinygemm does (one bfloat16 fma per pair, with the
-// (scale, zero) of its own column), so the products are torch's.
+// the activations' rows are B's 8 columns: up to 8 rows take one mma per
+// fragment, up to 16 two (ROW_TILES, the second B over rows 8 to 15, the
+// dequantised A fragment reused). With the activations as A, most of its 16
+// rows would be padding. Each lane dequantises as torch's tinygemm does (one
+// bfloat16 fma per pair, with the (scale, zero) of its own column), so the
+// products are torch's.
 //
 // Shape of the work: one block of kDecodeWarps warps per pair of n tiles,
 // the warps splitting k, each taking BATCH consecutive k-outer tiles at a
 // time. Everything the block needs is requested at once before any of it is
-// used, so the decode pays about one trip to memory: the activations are
+// used, so the kernel pays about one trip to memory: the activations are
 // copied into shared memory with cp.async (issued first, no registers held),
 // then every lane loads its batch's weight words and their (scale, zero)
 // pairs. Measured on an H200 against torch's kernel (bench/runs/
@@ -41,8 +43,8 @@
 namespace aotirt {
 namespace int4pack {
 
-constexpr int kDecodeWarps = 8, kDecodeThreads = kDecodeWarps * 32, kDecodeMaxRows = 8;
-// The staged activations' room: 8 rows of k = 4096. Past 48 KiB a kernel
+constexpr int kDecodeWarps = 8, kDecodeThreads = kDecodeWarps * 32, kDecodeMaxRows = 16;
+// The staged activations' room: 8 rows of k = 4096, 16 of k = 2048. Past 48 KiB a kernel
 // must opt in; 64 KiB is within every sm_80+ part's opt-in limit (99 KiB on
 // sm_86 / sm_89, 227 on sm_90).
 constexpr int kDecodeSharedBytes = 64 * 1024;
@@ -65,13 +67,14 @@ __device__ __forceinline__ void wait_for_async_copies() {
 #endif
 }
 
-template <int INNER, int BATCH>
+template <int INNER, int BATCH, int ROW_TILES>
 __global__ void __launch_bounds__(kDecodeThreads)
     decode_mm(const uint32_t* a_pairs, const int32_t* packed, const uint32_t* scale_zero, __nv_bfloat16* c, int m,
               int n, int k, int group_shift) {
   constexpr int kWords = INNER / 2;  // a lane's words of one k-outer tile
+  constexpr int kSums = 4 * ROW_TILES;  // a lane's accumulators
   extern __shared__ uint4 staged_vectors[];  // A, as bfloat16 pairs [m][k / 2]
-  __shared__ float partial[kDecodeWarps][32][4];
+  __shared__ float partial[kDecodeWarps][32][kSums];
   const uint32_t* staged = reinterpret_cast<const uint32_t*>(staged_vectors);
   const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
   const int g = lane / 4, c2 = 2 * (lane % 4);  // the fragments' row / column within a tile
@@ -86,10 +89,12 @@ __global__ void __launch_bounds__(kDecodeThreads)
   const int32_t* words0 = packed + int64_t{nt0} * k;  // one n tile's k words are contiguous
   const int32_t* words1 = packed + int64_t{nt1} * k;
   const int col0 = nt0 * 8 + g, col1 = nt1 * 8 + g;
-  // B's column g is activation row g; columns past m repeat the last row and
-  // are not stored.
-  const uint32_t* x_row = staged + (g < m ? g : m - 1) * k_pairs;
-  float acc[4] = {};
+  // Column g of row tile r's B is activation row 8 * r + g; columns past m
+  // repeat the last row and are not stored.
+  const uint32_t* x_rows[ROW_TILES];
+#pragma unroll
+  for (int r = 0; r < ROW_TILES; ++r) x_rows[r] = staged + min(8 * r + g, m - 1) * k_pairs;
+  float acc[ROW_TILES][4] = {};
   const int rounds = (k_outer + kDecodeWarps * BATCH - 1) / (kDecodeWarps * BATCH);  // the same for every warp
   for (int round = 0; round < rounds; ++round) {
     const int ko_first = (round * kDecodeWarps + warp) * BATCH;
@@ -130,51 +135,71 @@ __global__ void __launch_bounds__(kDecodeThreads)
           const uint32_t a[4] = {bits_of(p0[2 * half]), bits_of(p1[2 * half]), bits_of(p0[2 * half + 1]),
                                  bits_of(p1[2 * half + 1])};
           const int kp = (kb + 16 * half + c2) / 2;
-          mma_bf16(acc, a, x_row[kp], x_row[kp + 4]);  // B: k c2, c2 + 1 and c2 + 8, c2 + 9 of row g
+#pragma unroll
+          for (int r = 0; r < ROW_TILES; ++r)  // B: k c2, c2 + 1 and c2 + 8, c2 + 9 of B's column g
+            mma_bf16(acc[r], a, x_rows[r][kp], x_rows[r][kp + 4]);
         }
       }
     }
   }
-  // acc: C rows g (column col0) and g + 8 (col1), C columns c2, c2 + 1 (activation rows).
+  // acc[r]: C rows g (column col0) and g + 8 (col1), C columns c2, c2 + 1
+  // of row tile r (activation rows 8 * r + c2, 8 * r + c2 + 1).
 #pragma unroll
-  for (int v = 0; v < 4; ++v) partial[warp][lane][v] = acc[v];
+  for (int r = 0; r < ROW_TILES; ++r)
+#pragma unroll
+    for (int v = 0; v < 4; ++v) partial[warp][lane][4 * r + v] = acc[r][v];
   __syncthreads();
-  if (threadIdx.x < 32 * 4) {
-    const int l = threadIdx.x / 4, v = threadIdx.x % 4;
+  if (threadIdx.x < 32 * kSums) {
+    const int l = threadIdx.x / kSums, s = threadIdx.x % kSums, v = s % 4;
     float sum = 0.0f;
 #pragma unroll
-    for (int w = 0; w < kDecodeWarps; ++w) sum += partial[w][l][v];
-    const int row = 2 * (l % 4) + (v & 1);
+    for (int w = 0; w < kDecodeWarps; ++w) sum += partial[w][l][s];
+    const int row = 8 * (s / 4) + 2 * (l % 4) + (v & 1);
     const bool second = v >= 2;
     if (row < m && (!second || has_second))
       c[int64_t{row} * n + (second ? nt1 : nt0) * 8 + l / 4] = __float2bfloat16_rn(sum);
   }
 }
 
-template <int INNER, int BATCH>
+template <int INNER, int BATCH, int ROW_TILES>
 cudaError_t launch_decode_batch(int device, int m, const uint32_t* a, const int32_t* packed, const uint32_t* sz,
                                 __nv_bfloat16* c, int n, int k, int group_shift, cudaStream_t stream) {
-  const cudaError_t allowed = allow_dynamic_shared_memory<decode_mm<INNER, BATCH>>(device, kDecodeSharedBytes);
+  const cudaError_t allowed =
+      allow_dynamic_shared_memory<decode_mm<INNER, BATCH, ROW_TILES>>(device, kDecodeSharedBytes);
   if (allowed != cudaSuccess) return allowed;
   const int blocks = (n / 8 + 1) / 2;
-  decode_mm<INNER, BATCH><<<blocks, kDecodeThreads, size_t(m) * k * 2, stream>>>(a, packed, sz, c, m, n, k,
-                                                                                group_shift);
+  decode_mm<INNER, BATCH, ROW_TILES><<<blocks, kDecodeThreads, size_t(m) * k * 2, stream>>>(a, packed, sz, c, m, n,
+                                                                                           k, group_shift);
   return cudaGetLastError();
 }
 
-// decode_fits(m, k), inner 2, 4 or 8, n a multiple of 8 and > 0. A batch of
-// four k-outer tiles a warp is faster while the grid is one wave of it (two
-// blocks an SM at INNER 8's 96 registers), two past that: on an H200, 4096
-// columns 5.9 against 6.3 us, 11008 columns 14.6 against 14.0.
+template <int INNER, int ROW_TILES>
+cudaError_t launch_decode_rows(int device, int multiprocessors, int m, const uint32_t* a, const int32_t* packed,
+                               const uint32_t* sz, __nv_bfloat16* c, int n, int k, int group_shift,
+                               cudaStream_t stream) {
+  // Few k-outer tiles: one each for as many warps, so that no warp runs a
+  // long chain of mma while the others idle. Otherwise a batch of four a
+  // warp is faster while the grid is one wave of it (two blocks an SM at
+  // INNER 8's 96 registers), two past that: on an H200, 4096 columns 5.9
+  // against 6.3 us, 11008 columns 14.6 against 14.0.
+  if (k / (INNER * 16) <= kDecodeWarps)
+    return launch_decode_batch<INNER, 1, ROW_TILES>(device, m, a, packed, sz, c, n, k, group_shift, stream);
+  if ((n / 8 + 1) / 2 <= 2 * multiprocessors)
+    return launch_decode_batch<INNER, 4, ROW_TILES>(device, m, a, packed, sz, c, n, k, group_shift, stream);
+  return launch_decode_batch<INNER, 2, ROW_TILES>(device, m, a, packed, sz, c, n, k, group_shift, stream);
+}
+
+// decode_fits(m, k), inner 2, 4 or 8, n a multiple of 8 and > 0.
 inline cudaError_t launch_decode(int device, int multiprocessors, int m, int inner, const uint32_t* a,
                                  const int32_t* packed, const uint32_t* sz, __nv_bfloat16* c, int n, int k,
                                  int group_shift, cudaStream_t stream) {
-  const bool one_wave = (n / 8 + 1) / 2 <= 2 * multiprocessors;
   cudaError_t status = cudaSuccess;
   with_inner(inner, [&](auto tiles) {
     constexpr int kInner = decltype(tiles)::value;
-    status = one_wave ? launch_decode_batch<kInner, 4>(device, m, a, packed, sz, c, n, k, group_shift, stream)
-                      : launch_decode_batch<kInner, 2>(device, m, a, packed, sz, c, n, k, group_shift, stream);
+    status = m > 8 ? launch_decode_rows<kInner, 2>(device, multiprocessors, m, a, packed, sz, c, n, k, group_shift,
+                                                   stream)
+                   : launch_decode_rows<kInner, 1>(device, multiprocessors, m, a, packed, sz, c, n, k, group_shift,
+                                                   stream);
   });
   return status;
 }
