@@ -165,11 +165,17 @@ def start_workers(script, pythons):
 
 
 @contextlib.contextmanager
-def driving(script, pythons, out=None):
+def driving(script, pythons, out=None, pin_device=0):
     """(emit, workers, missing) for a driver's run: Rows(out) and
     start_workers(script, pythons); the workers and the rows' file are closed
-    at the end, whatever happens."""
+    at the end, whatever happens. First the driver pins itself, and so the
+    workers it starts, to the CPUs next to GPU `pin_device` (bench/affinity.py;
+    None: not pinned) and emits the "affinity" row that says how."""
     emit = Rows(out)
+    if pin_device is not None:
+        from affinity import pin_to_gpu
+
+        emit(pin_to_gpu(pin_device))
     workers, missing = start_workers(script, pythons)
     try:
         yield emit, workers, missing

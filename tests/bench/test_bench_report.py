@@ -165,6 +165,15 @@ def test_report_compares_each_zoo_model_with_torchs_faster_runner(tmp_path):
     assert "1/3 models meet both targets." in text
 
 
+def test_report_header_says_where_the_workers_ran(tmp_path):
+    pinned = {"case": "affinity", "device": 0, "pinned": True, "cpus": "0-7", "allowed": "0-15",
+              "note": "CPUs 0-7 of 0-15, those local to the GPU (0000:3b:00.0, NUMA node 0)"}
+    text = render([pinned, dict(pinned), zoo_row("resnet18", "aotirt", 300.0, 280.0)], tmp_path)
+    assert ("Worker processes (ops, fallback ops, zoo, decode): CPUs 0-7 of 0-15, those local to the GPU "
+            "(0000:3b:00.0, NUMA node 0).") in text.splitlines()
+    assert "Worker processes" not in render([zoo_row("resnet18", "aotirt", 300.0, 280.0)], tmp_path)
+
+
 def test_summary_counts_the_zoo_tests_from_junit_and_the_ops_rows(tmp_path):
     junit = tmp_path / "pytest.xml"
     junit.write_text(
