@@ -15,8 +15,10 @@ process's memory on the node of the CPU that first touches it. Where every
 CPU is local (one node), pinning changes nothing and the row says so.
 
 AOTIRT_BENCH_PIN=0 leaves the processes where the operating system puts
-them. Either way the driver emits one "affinity" row saying what was done,
-and the report's header quotes it.
+them; AOTIRT_BENCH_PIN=remote pins them to the CPUs that are not local to
+the GPU, the other side of the comparison (bench/probe_workers.py). Either
+way the driver emits one "affinity" row saying what was done, and the
+report's header quotes it.
 """
 
 import os
@@ -98,7 +100,8 @@ def pin_to_gpu(device=0, bus_id=None, sysfs=SYSFS_PCI):
     row = {"case": "affinity", "device": device, "pinned": False}
     allowed = sorted(os.sched_getaffinity(0))
     row["allowed"] = format_cpulist(allowed)
-    if os.environ.get("AOTIRT_BENCH_PIN") == "0":
+    mode = os.environ.get("AOTIRT_BENCH_PIN", "local")
+    if mode == "0":
         row["note"] = "not pinned (AOTIRT_BENCH_PIN=0)"
         return row
     try:
@@ -108,14 +111,17 @@ def pin_to_gpu(device=0, bus_id=None, sysfs=SYSFS_PCI):
         row["note"] = f"not pinned: the GPU's local CPUs are unknown ({type(error).__name__}: {error})"
         return row
     row["bus_id"], row["numa_node"] = bus_id, node
-    chosen = sorted(set(local) & set(allowed))
+    remote = mode == "remote"
+    chosen = sorted(set(allowed) - set(local)) if remote else sorted(set(local) & set(allowed))
     if not chosen:
-        row["note"] = (f"not pinned: none of the GPU's local CPUs ({format_cpulist(local)}) is among those this "
+        row["note"] = (f"not pinned: every CPU this process may use ({row['allowed']}) is local to the GPU "
+                       f"({format_cpulist(local)})" if remote else
+                       f"not pinned: none of the GPU's local CPUs ({format_cpulist(local)}) is among those this "
                        f"process may use ({row['allowed']})")
         return row
     os.sched_setaffinity(0, chosen)
     row.update(pinned=True, cpus=format_cpulist(chosen))
     where = f"NUMA node {node}" if node is not None else "no NUMA node reported"
-    row["note"] = (f"CPUs {row['cpus']} of {row['allowed']}, those local to the GPU ({bus_id}, {where})"
-                   + ("; that is every CPU here" if chosen == allowed else ""))
+    row["note"] = (f"CPUs {row['cpus']} of {row['allowed']}, those {'not ' if remote else ''}local to the GPU "
+                   f"({bus_id}, {where})" + ("; that is every CPU here" if chosen == allowed else ""))
     return row

@@ -80,3 +80,16 @@ def test_an_unknown_device_or_an_opt_out_is_said_and_changes_nothing(tmp_path, m
     assert row == {"case": "affinity", "device": 0, "pinned": False,
                    "allowed": affinity.format_cpulist(restored_affinity), "note": "not pinned (AOTIRT_BENCH_PIN=0)"}
     assert sorted(os.sched_getaffinity(0)) == restored_affinity
+
+
+def test_remote_pins_to_the_cpus_the_gpu_does_not_have(tmp_path, monkeypatch, restored_affinity):
+    allowed = restored_affinity
+    monkeypatch.setenv("AOTIRT_BENCH_PIN", "remote")
+    if len(allowed) > 1:
+        row = affinity.pin_to_gpu(0, BUS_ID, fake_device(tmp_path, str(allowed[0])))
+        assert row["pinned"] and sorted(os.sched_getaffinity(0)) == allowed[1:]
+        assert "those not local to the GPU" in row["note"]
+        os.sched_setaffinity(0, allowed)
+        (tmp_path / "0000:3b:00.0").rename(tmp_path / "used")
+    row = affinity.pin_to_gpu(0, BUS_ID, fake_device(tmp_path, affinity.format_cpulist(allowed)))
+    assert not row["pinned"] and row["note"].startswith("not pinned: every CPU this process may use")

@@ -1,0 +1,38 @@
+"""bench/probe_workers.py's arithmetic on recorded zoo rows (the runs
+themselves need the GPU and the compiled zoo)."""
+
+import os
+import sys
+
+import pytest
+
+from support.helpers import REPO
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+probe = pytest.importorskip("probe_workers")
+
+
+def zoo(model, runner, gpu):
+    return {"case": "zoo", "model": model, "runner": runner, "gpu_us_per_call": gpu}
+
+
+def test_ratios_of_one_run():
+    rows = [{"case": "affinity", "note": "CPUs 0-7 of 0-15, those local to the GPU"},
+            zoo("resnet18", "aotirt", 350.0), zoo("resnet18", "aotirt graph replay", 280.0),
+            zoo("resnet18", "torch runner", 400.0), zoo("resnet18", probe.TORCH, 340.0),
+            zoo("bert_f32", "aotirt", 150.0), zoo("bert_f32", "aotirt graph replay", None),
+            zoo("bert_f32", probe.TORCH, None)]
+    per_model, note = probe.ratios(rows)
+    assert note == "CPUs 0-7 of 0-15, those local to the GPU"
+    assert per_model == {"resnet18": {"aotirt/torch": round(350 / 340, 4), "eager/graph": 1.25},
+                         "bert_f32": {"aotirt/torch": None, "eager/graph": None}}
+    assert probe.ratios([])[1] == "no affinity row"
+
+
+def test_medians_per_pinning_leave_out_missing_figures():
+    runs = [("local", {"a": {"aotirt/torch": 1.0, "eager/graph": 1.2}, "b": {"aotirt/torch": 1.04,
+                                                                           "eager/graph": None}}),
+            ("remote", {"a": {"aotirt/torch": 1.1, "eager/graph": 1.3}}),
+            ("local", {"a": {"aotirt/torch": 0.98, "eager/graph": 1.22}})]
+    assert probe.medians(runs) == {"local": {"aotirt/torch": 1.0, "eager/graph": 1.21},
+                                   "remote": {"aotirt/torch": 1.1, "eager/graph": 1.3}}
