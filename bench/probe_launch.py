@@ -26,7 +26,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests", "aoti"))
 import ops  # noqa: E402
-from workers import driving  # noqa: E402
+from workers import Rows, driving  # noqa: E402
 
 CASES = [
     {"op": "sdpa", "batch": 2, "heads": 8, "kv_heads": 8, "seq": 128, "head_dim": 128, "causal": False,
@@ -65,27 +65,19 @@ else:
 """
 
 
-def emit(row, out):
-    line = json.dumps(row)
-    print(line, flush=True)
-    if out:
-        with open(out, "a") as f:
-            f.write(line + "\n")
-
-
 def timed_rows(label, out, reps=5):
     pythons = {"aotirt": sys.executable, "torch": sys.executable}
-    with driving(os.path.abspath(ops.__file__), pythons, None) as (_emit, workers, missing):
+    with driving(os.path.abspath(ops.__file__), pythons, out) as (emit, workers, missing):
         if missing:
-            emit({"probe": label, "note": str(missing)}, out)
+            emit({"probe": label, "note": str(missing)})
             return
         for case in CASES:
             row = ops.time_case(dict(case), (workers["aotirt"], workers["torch"]), reps)
             emit({"probe": label, "shape": row["shape"], "dtype": row["dtype"], "aotirt_us": row["aotirt_us"],
-                  "torch_us": row["torch_us"], "ratio": row["ratio"], "note": row["note"]}, out)
+                  "torch_us": row["torch_us"], "ratio": row["ratio"], "note": row["note"]})
 
 
-def ncu_rows(ncu, case, side, out):
+def ncu_rows(ncu, case, side, emit):
     shim = "cudnn" if case["op"] == "sdpa" else "convolution"
     driver = DRIVER.format(bench=BENCH, aoti=os.path.join(os.path.dirname(BENCH), "tests", "aoti"),
                            case=json.dumps(case), side=side, shim=shim)
@@ -94,7 +86,7 @@ def ncu_rows(ncu, case, side, out):
     proc = subprocess.run(command, capture_output=True, text=True, timeout=300)
     header = proc.stdout.find('"ID"')
     if proc.returncode != 0 or header < 0:
-        emit({"probe": "ncu", "side": side, "note": (proc.stderr or proc.stdout)[-400:]}, out)
+        emit({"probe": "ncu", "side": side, "note": (proc.stderr or proc.stdout)[-400:]})
         return
     kernels = {}
     for row in csv.DictReader(io.StringIO(proc.stdout[header:])):
@@ -102,7 +94,7 @@ def ncu_rows(ncu, case, side, out):
             row["Metric Value"] + " " + row.get("Metric Unit", "")
     listed = [k for k in kernels.values() if "spin" not in k["kernel"]]
     for k in listed[-3:]:  # the steady calls' last kernels
-        emit(dict({"probe": "ncu", "side": side, "shape": ops.describe(case), "dtype": case["dtype"]}, **k), out)
+        emit(dict({"probe": "ncu", "side": side, "shape": ops.describe(case), "dtype": case["dtype"]}, **k))
 
 
 def main():
@@ -114,12 +106,16 @@ def main():
     timed_rows("torch on cudaMallocAsync", args.out)
     del os.environ["PYTORCH_CUDA_ALLOC_CONF"]
     ncu = shutil.which("ncu") or next((p for p in ("/usr/local/cuda/bin/ncu",) if os.path.exists(p)), None)
-    if ncu is None:
-        emit({"probe": "ncu", "note": "ncu not found"}, args.out)
-        return
-    for case in CASES:
-        for side in ("aotirt", "torch"):
-            ncu_rows(ncu, case, side, args.out)
+    emit = Rows(args.out)
+    try:
+        if ncu is None:
+            emit({"probe": "ncu", "note": "ncu not found"})
+            return
+        for case in CASES:
+            for side in ("aotirt", "torch"):
+                ncu_rows(ncu, case, side, emit)
+    finally:
+        emit.close()
 
 
 if __name__ == "__main__":

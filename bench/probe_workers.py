@@ -24,17 +24,12 @@ import sys
 import tempfile
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, BENCH)
+from workers import Rows  # noqa: E402
+
 PINNINGS = ("local", "0", "remote")
 DEFAULT_MODELS = "resnet18,mobilenet_v2,gemma_f32,bert_f32,vit_b_16"
 TORCH = "torch runner (run_single_threaded)"
-
-
-def emit(row, out):
-    line = json.dumps(row, sort_keys=True)
-    print(line, flush=True)
-    if out:
-        with open(out, "a") as f:
-            f.write(line + "\n")
 
 
 def ratios(rows):
@@ -86,16 +81,16 @@ def main():
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--out")
     args = parser.parse_args()
-    runs = []
+    emit, runs = Rows(args.out), []
     for r in range(args.rounds):
         for pinning in PINNINGS if r % 2 == 0 else PINNINGS[::-1]:
             per_model, note = ratios(run_zoo(args.only, pinning))
             runs.append((pinning, per_model))
             for model, figures in per_model.items():
-                emit({"probe": "workers", "round": r, "pin": pinning, "affinity": note, "model": model, **figures},
-                     args.out)
+                emit({"probe": "workers", "round": r, "pin": pinning, "affinity": note, "model": model, **figures})
     for pinning, figures in medians(runs).items():
-        emit({"probe": "workers", "pin": pinning, "medians": figures}, args.out)
+        emit({"probe": "workers", "pin": pinning, "medians": figures})
+    emit.close()
 
 
 if __name__ == "__main__":
