@@ -4,15 +4,21 @@ a diagnostic for bench/runs/s15-full-check.md, not a benchmark.
     python3 bench/probe_workers.py [--only NAMES] [--rounds N] [--out FILE]
 
 Runs bench/zoo.py (--quick) on a few compiled zoo models again and again,
-each time as a fresh driver with fresh workers, with the drivers pinned to
-the GPU's local CPUs, not pinned, and pinned to the other CPUs
-(AOTIRT_BENCH_PIN=local, 0, remote: bench/affinity.py), the order reversed
-every other round. For each run and model: aotirt's GPU time over torch's
-single-threaded runner's (what the zoo target judges), and aotirt's eager
-GPU time over its graph replay's (the launches' share). If these move with
-the run and not with the pinning, the workers' placement is not the cause;
-if "remote" runs are the slow ones, it is. One JSON row per run and model,
-then one per pinning with the medians, on stdout (and appended to --out).
+each time as a fresh driver with fresh workers, in these variants, the
+order reversed every other round:
+  - local, 0, remote: the drivers pinned to the GPU's local CPUs, not
+    pinned, pinned to the other CPUs (AOTIRT_BENCH_PIN, bench/affinity.py);
+  - local/side: pinned locally, torch's worker on a stream of its own
+    rather than the legacy default stream (AOTIRT_BENCH_TORCH_STREAM=side,
+    bench/zoo.py), as aotirt runs on a non-blocking stream of its own.
+For each run and model: aotirt's GPU time over torch's single-threaded
+runner's (what the zoo target judges), and aotirt's eager GPU time over its
+graph replay's (the launches' share). If these move with the run and not
+with the variant, neither the workers' placement nor the kind of stream is
+the cause; if "remote" runs are the slow ones, placement is; if torch's
+runner slows on its own stream ("local/side" over "local"), the kind of
+stream is. One JSON row per run and model, then one per variant with the
+medians, on stdout (and appended to --out).
 """
 
 import argparse
@@ -27,7 +33,10 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from workers import Rows  # noqa: E402
 
-PINNINGS = ("local", "0", "remote")
+# Each variant's label and its environment.
+VARIANTS = {"local": {"AOTIRT_BENCH_PIN": "local"}, "0": {"AOTIRT_BENCH_PIN": "0"},
+            "remote": {"AOTIRT_BENCH_PIN": "remote"},
+            "local/side": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_TORCH_STREAM": "side"}}
 DEFAULT_MODELS = "resnet18,mobilenet_v2,gemma_f32,bert_f32,vit_b_16"
 TORCH = "torch runner (run_single_threaded)"
 
@@ -47,27 +56,28 @@ def ratios(rows):
 
 
 def medians(runs):
-    """{pinning: {ratio name: median over its runs and models}} of
-    [(pinning, {model: ratios})]."""
+    """{variant: {ratio name: median over its runs and models}} of
+    [(variant, {model: ratios})]."""
     out = {}
-    for pinning in dict.fromkeys(p for p, _ in runs):
+    for variant in dict.fromkeys(v for v, _ in runs):
         values = {}
-        for p, per_model in runs:
-            if p != pinning:
+        for v, per_model in runs:
+            if v != variant:
                 continue
             for figures in per_model.values():
                 for name, value in figures.items():
                     if value is not None:
                         values.setdefault(name, []).append(value)
-        out[pinning] = {name: round(statistics.median(v), 4) for name, v in values.items()}
+        out[variant] = {name: round(statistics.median(v), 4) for name, v in values.items()}
     return out
 
 
-def run_zoo(models, pinning):
-    """The rows of one fresh `bench/zoo.py --quick` run under AOTIRT_BENCH_PIN=pinning."""
+def run_zoo(models, variant):
+    """The rows of one fresh `bench/zoo.py --quick` run in `variant` (VARIANTS)."""
     with tempfile.TemporaryDirectory(prefix="aotirt-probe-workers-") as scratch:
         path = os.path.join(scratch, "rows.jsonl")
-        env = dict(os.environ, AOTIRT_BENCH_PIN=pinning)
+        env = {k: v for k, v in os.environ.items() if k not in ("AOTIRT_BENCH_PIN", "AOTIRT_BENCH_TORCH_STREAM")}
+        env.update(VARIANTS[variant])
         subprocess.run([sys.executable, os.path.join(BENCH, "zoo.py"), "--quick", "--only", models, "--out", path],
                        env=env, stdout=subprocess.DEVNULL, check=False, timeout=1800)
         if not os.path.exists(path):
@@ -79,17 +89,24 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", default=DEFAULT_MODELS, help="comma-separated compiled zoo models")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--variants", default=",".join(VARIANTS),
+                        help="comma-separated, of " + ", ".join(VARIANTS))
     parser.add_argument("--out")
     args = parser.parse_args()
+    variants = [v for v in args.variants.split(",") if v]
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        parser.error(f"unknown variant(s) {', '.join(unknown)}: the variants are {', '.join(VARIANTS)}")
     emit, runs = Rows(args.out), []
     for r in range(args.rounds):
-        for pinning in PINNINGS if r % 2 == 0 else PINNINGS[::-1]:
-            per_model, note = ratios(run_zoo(args.only, pinning))
-            runs.append((pinning, per_model))
+        for variant in variants if r % 2 == 0 else variants[::-1]:
+            per_model, note = ratios(run_zoo(args.only, variant))
+            runs.append((variant, per_model))
             for model, figures in per_model.items():
-                emit({"probe": "workers", "round": r, "pin": pinning, "affinity": note, "model": model, **figures})
-    for pinning, figures in medians(runs).items():
-        emit({"probe": "workers", "pin": pinning, "medians": figures})
+                emit({"probe": "workers", "round": r, "variant": variant, "affinity": note, "model": model,
+                      **figures})
+    for variant, figures in medians(runs).items():
+        emit({"probe": "workers", "variant": variant, "medians": figures})
     emit.close()
 
 

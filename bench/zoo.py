@@ -26,6 +26,11 @@ outputs, eagerly and from a graph replay, against torch eager's
 
 Targets (the report's): aotirt's GPU time at or below torch's runner's on
 every model, and its time per call at most torch's runner's.
+
+AOTIRT_BENCH_TORCH_STREAM=side runs the torch worker on a stream of its own
+(torch.cuda.Stream) instead of the legacy default stream, as aotirt runs on
+a non-blocking stream of its own: a diagnostic (bench/probe_workers.py),
+not how the benchmark compares them.
 """
 
 import argparse
@@ -167,6 +172,9 @@ class TorchWorker:
         import torch
 
         self.torch = torch
+        if os.environ.get("AOTIRT_BENCH_TORCH_STREAM") == "side":
+            self.side_stream = torch.cuda.Stream()   # held: current for the worker's life
+            torch.cuda.set_stream(self.side_stream)
         self.clock = clock = TorchClock()
         self.wait, self.note = clock.wait, clock.note
         self.figures = Figures(clock.timer, clock.wait)

@@ -36,3 +36,18 @@ def test_medians_per_pinning_leave_out_missing_figures():
             ("local", {"a": {"aotirt/torch": 0.98, "eager/graph": 1.22}})]
     assert probe.medians(runs) == {"local": {"aotirt/torch": 1.0, "eager/graph": 1.21},
                                    "remote": {"aotirt/torch": 1.1, "eager/graph": 1.3}}
+
+
+def test_each_variant_sets_the_pinning_and_only_local_side_moves_torch_off_the_default_stream():
+    assert {v: env["AOTIRT_BENCH_PIN"] for v, env in probe.VARIANTS.items()} == {
+        "local": "local", "0": "0", "remote": "remote", "local/side": "local"}
+    assert [v for v, env in probe.VARIANTS.items() if env.get("AOTIRT_BENCH_TORCH_STREAM") == "side"] == ["local/side"]
+
+
+def test_an_unknown_variant_is_refused_before_anything_runs(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["probe_workers.py", "--variants", "local,nearby"])
+    monkeypatch.setattr(probe, "run_zoo", lambda *a: pytest.fail("ran a zoo run"))
+    with pytest.raises(SystemExit) as exit_info:
+        probe.main()
+    assert exit_info.value.code == 2
+    assert "unknown variant(s) nearby" in capsys.readouterr().err
