@@ -440,6 +440,8 @@ def time_case(case, workers, reps):
             row["aotirt_us"] = round(statistics.median(samples["aotirt"]), 3)
             row["torch_us"] = round(statistics.median(samples["torch"]), 3)
             row["ratio"] = round(row["aotirt_us"] / row["torch_us"], 3)
+            # Each round's pair, timed in turns: how often the row is over its target, not only whether.
+            row["round_ratios"] = [round(a / t, 3) for a, t in zip(samples["aotirt"], samples["torch"]) if t]
             row["calls"], row["reps"] = calls, reps
             if bound:
                 notes.append("host-bound in some repetition (the figure may include launch gaps)")

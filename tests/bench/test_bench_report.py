@@ -131,6 +131,20 @@ def test_report_counts_op_rows_against_each_rows_target(tmp_path):
     assert report.ops_within_target(rows) == (2, 5)
 
 
+def test_an_over_row_says_in_how_many_rounds_it_was_over(tmp_path):
+    rows = [op_row("B2 H8 L128 E64", 1.01, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.01, 0.99, 1.02]),
+            op_row("B2 H8 L512 E64", 1.03, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.03, 1.02, 1.04]),
+            op_row("B2 H8 L1024 E64", 0.99, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.01, 0.99, 0.98]),
+            op_row("B2 H8 L4096 E64", 1.02, target=1.0, op="sdpa", dtype="float16")]   # an older row: no rounds
+    text = render(rows, tmp_path)
+    assert "| 1.01 | 1.0x | **over** (2 of 3 rounds) |" in text
+    assert "| 1.03 | 1.0x | **over** (3 of 3 rounds) |" in text
+    assert "| 0.99 | 1.0x | ok |" in text
+    assert "| 1.02 | 1.0x | **over** |" in text
+    assert "1/4 shapes within target." in text
+    assert "Of the 2 over target, 1 were within it in at least one round" in text
+
+
 def test_report_says_why_ops_were_not_timed(tmp_path):
     rows = [{"case": "op", "op": "all", "note": "no Python with torch (set AOTIRT_TORCH_PYTHON)"}]
     text = render(rows, tmp_path)
