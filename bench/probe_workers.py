@@ -32,13 +32,13 @@ import tempfile
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 from workers import Rows  # noqa: E402
+from zoo import TORCH_SINGLE_THREADED as TORCH  # noqa: E402
 
 # Each variant's label and its environment.
 VARIANTS = {"local": {"AOTIRT_BENCH_PIN": "local"}, "0": {"AOTIRT_BENCH_PIN": "0"},
             "remote": {"AOTIRT_BENCH_PIN": "remote"},
             "local/side": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_TORCH_STREAM": "side"}}
 DEFAULT_MODELS = "resnet18,mobilenet_v2,gemma_f32,bert_f32,vit_b_16"
-TORCH = "torch runner (run_single_threaded)"
 
 
 def ratios(rows):

@@ -54,6 +54,7 @@ QUICK_REPS = 3
 BATCH = 20                          # host_us_per_call's batch, as bench.py's runner rows
 AOTIRT_RUNNERS = ("aotirt", "aotirt graph replay")
 TORCH_RUNNERS = {"torch runner": False, "torch runner (run_single_threaded)": True}
+TORCH_SINGLE_THREADED = "torch runner (run_single_threaded)"
 
 
 def counts(est_us, quick):
@@ -255,6 +256,12 @@ def bench_model(name, folder, workers, reps, quick, case="zoo", aotirt_runners=A
         if label in samples and len(samples[label]) == reps:
             for key in ("us_per_call", "host_us_per_call", "gpu_us_per_call"):
                 row[key] = round(statistics.median(s[key] for s in samples[label]), 3)
+            theirs = samples.get(TORCH_SINGLE_THREADED, [])
+            if label == "aotirt" and len(theirs) == reps:
+                # Each round's GPU ratio to the single-threaded runner, timed in turns with it.
+                row["gpu_round_ratios"] = [round(a["gpu_us_per_call"] / t["gpu_us_per_call"], 3)
+                                           for a, t in zip(samples[label], theirs)
+                                           if a["gpu_us_per_call"] and t["gpu_us_per_call"]]
             if any(s["host_bound"] for s in samples[label]):
                 row["note"] = "; ".join(n for n in (row["note"], "GPU time host-bound in some round") if n)
         rows.append(row)

@@ -179,6 +179,19 @@ def test_report_compares_each_zoo_model_with_torchs_faster_runner(tmp_path):
     assert "1/3 models meet both targets." in text
 
 
+def test_a_missed_zoo_gpu_target_says_in_how_many_rounds_aotirt_was_over(tmp_path):
+    rows = [dict(zoo_row("resnet18", "aotirt", 300.0, 306.0), gpu_round_ratios=[1.03, 0.99, 1.02]),
+            zoo_row("resnet18", "torch runner (run_single_threaded)", 350.0, 300.0),
+            dict(zoo_row("bert_f32", "aotirt", 100.0, 90.0), gpu_round_ratios=[0.9, 0.91, 0.89]),
+            zoo_row("bert_f32", "torch runner (run_single_threaded)", 150.0, 100.0)]
+    text = render(rows, tmp_path)
+    assert ("resnet18: aotirt / torch's runner (the faster of its two modes): GPU time 1.02 (target: at most 1), "
+            "per call 0.86 (target: at most 1): **missed** (GPU time over the single-threaded runner's in 2 of 3 "
+            "rounds).") in text
+    assert "bert_f32: aotirt / torch's runner (the faster of its two modes): GPU time 0.90" in text
+    assert "in 0 of 3 rounds" not in text
+
+
 def test_report_header_says_where_the_workers_ran(tmp_path):
     pinned = {"case": "affinity", "device": 0, "pinned": True, "cpus": "0-7", "allowed": "0-15",
               "note": "CPUs 0-7 of 0-15, those local to the GPU (0000:3b:00.0, NUMA node 0)"}
