@@ -67,8 +67,9 @@ def main():
     worker = ops.TorchWorker()
     clock = worker.clock
     emit, rows = Rows(args.out), []
-    cases = ops.conv_shapes(["resnet18", "mobilenet_v2"]) + ops.WHISPER_FRONT_END
+    cases = ops.conv_shapes(["resnet18", "mobilenet_v2"]) + [dict(c) for c in ops.WHISPER_FRONT_END]
     for case in cases:
+        case.setdefault("dtype", "float32")  # as bench/ops.py sets it
         torch.backends.cudnn.benchmark = False
         with torch.inference_mode():
             call, _backend = worker.build(case)
