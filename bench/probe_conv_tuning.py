@@ -30,6 +30,7 @@ import sys
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests", "aoti"))
+from timing import REPS  # noqa: E402
 from workers import Rows, is_quick  # noqa: E402
 
 MODES = ("default", "benchmark", "mm_tf32")
@@ -63,7 +64,7 @@ def main():
 
     import ops
 
-    reps = 3 if is_quick(args) else 7
+    reps = ops.QUICK_REPS if is_quick(args) else REPS
     worker = ops.TorchWorker()
     clock = worker.clock
     emit, rows = Rows(args.out), []

@@ -76,7 +76,8 @@ def run_zoo(models, variant):
     """The rows of one fresh `bench/zoo.py --quick` run in `variant` (VARIANTS)."""
     with tempfile.TemporaryDirectory(prefix="aotirt-probe-workers-") as scratch:
         path = os.path.join(scratch, "rows.jsonl")
-        env = {k: v for k, v in os.environ.items() if k not in ("AOTIRT_BENCH_PIN", "AOTIRT_BENCH_TORCH_STREAM")}
+        set_by_variants = {name for settings in VARIANTS.values() for name in settings}
+        env = {k: v for k, v in os.environ.items() if k not in set_by_variants}
         env.update(VARIANTS[variant])
         subprocess.run([sys.executable, os.path.join(BENCH, "zoo.py"), "--quick", "--only", models, "--out", path],
                        env=env, stdout=subprocess.DEVNULL, check=False, timeout=1800)

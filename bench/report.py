@@ -107,9 +107,10 @@ def ops_section(rows):
     for row in ops:
         if row in untimed:
             continue
-        status = {"ok": "ok", "over": "**over**", "failed": "**failed**"}[op_status(row)]
+        state = op_status(row)
+        status = {"ok": "ok", "over": "**over**", "failed": "**failed**"}[state]
         rounds = row.get("round_ratios") or []
-        if op_status(row) == "over" and rounds:
+        if state == "over" and rounds:
             status += f" ({sum(r > row['target'] for r in rounds)} of {len(rounds)} rounds)"
         out.append(f"| {row['op']} | {row.get('model', '')} | {row['shape']} | {row['dtype']} | "
                    f"{row.get('aotirt_shim', '')} | {row.get('torch_backend', '')} | {fmt(row.get('aotirt_us'))} | "

@@ -53,8 +53,8 @@ from workers import WorkerError, common_arguments, driving, in_turns, is_quick, 
 QUICK_REPS = 3
 BATCH = 20                          # host_us_per_call's batch, as bench.py's runner rows
 AOTIRT_RUNNERS = ("aotirt", "aotirt graph replay")
-TORCH_RUNNERS = {"torch runner": False, "torch runner (run_single_threaded)": True}
 TORCH_SINGLE_THREADED = "torch runner (run_single_threaded)"
+TORCH_RUNNERS = {"torch runner": False, TORCH_SINGLE_THREADED: True}
 
 
 def counts(est_us, quick):

@@ -132,10 +132,13 @@ def test_report_counts_op_rows_against_each_rows_target(tmp_path):
 
 
 def test_an_over_row_says_in_how_many_rounds_it_was_over(tmp_path):
-    rows = [op_row("B2 H8 L128 E64", 1.01, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.01, 0.99, 1.02]),
-            op_row("B2 H8 L512 E64", 1.03, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.03, 1.02, 1.04]),
-            op_row("B2 H8 L1024 E64", 0.99, target=1.0, op="sdpa", dtype="float16", round_ratios=[1.01, 0.99, 0.98]),
-            op_row("B2 H8 L4096 E64", 1.02, target=1.0, op="sdpa", dtype="float16")]   # an older row: no rounds
+    def attention(seq, ratio, **rounds):
+        return op_row(f"B2 H8 L{seq} E64", ratio, target=1.0, op="sdpa", dtype="float16", **rounds)
+
+    rows = [attention(128, 1.01, round_ratios=[1.01, 0.99, 1.02]),
+            attention(512, 1.03, round_ratios=[1.03, 1.02, 1.04]),
+            attention(1024, 0.99, round_ratios=[1.01, 0.99, 0.98]),
+            attention(4096, 1.02)]   # an older row: no rounds
     text = render(rows, tmp_path)
     assert "| 1.01 | 1.0x | **over** (2 of 3 rounds) |" in text
     assert "| 1.03 | 1.0x | **over** (3 of 3 rounds) |" in text
