@@ -25,6 +25,8 @@
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_PARTS="ops fallback_ops zoo" scripts/gpu-check.sh --bench-only
 #   AOTIRT_BENCH_QUICK=1 AOTIRT_BENCH_KEEP=1 AOTIRT_BENCH_PARTS="harness bench kernel_times decode" \
 #     scripts/gpu-check.sh --bench-only
+# (AOTIRT_TEST_WORKERS=4 on the first spreads tests/shims over four pytest
+# processes: see below)
 # (tests/aoti alone, or first: its tests assert that the process never
 # imported torch, and tests/runtime/test_interop_gpu.py imports it; in one
 # run of the whole suite pytest collects tests/aoti first)
@@ -78,6 +80,32 @@ KEPT=bench/build                 # ignored by git, kept between two commands on 
 mkdir -p "$LOGS" "$KEPT"
 export PYTHONUNBUFFERED=1
 PY=${PYTHON:-python3}
+
+# AOTIRT_TEST_WORKERS=N runs the tests in N pytest processes sharing the GPU
+# (pytest-xdist, which the H200's image has), a test file to a process, where
+# every test path is in tests/shims: its tests neither read the GPU's free
+# memory (other processes move it: tests/runtime, tests/examples and
+# tests/aoti do) nor assert that their process never imported torch (tests/aoti
+# does). Anywhere else the tests run in one process, and the script says why.
+test_workers=()
+workers=${AOTIRT_TEST_WORKERS:-1}
+case "$workers" in
+  ''|*[!0-9]*|0) echo "AOTIRT_TEST_WORKERS must be a whole number of processes, 1 or more, not '$workers'" >&2; exit 2 ;;
+esac
+if [ "$mode" = tests ] && [ "$workers" -gt 1 ]; then
+  only_shims=1
+  for path in "${test_paths[@]}"; do
+    path=${path#./}
+    case "${path%/}" in tests/shims|tests/shims/*) ;; *) only_shims=0 ;; esac
+  done
+  if [ "$only_shims" = 1 ] && "$PY" -c "import xdist" 2>/dev/null; then
+    test_workers=(-n "$workers" --dist loadfile)
+  elif [ "$only_shims" = 1 ]; then
+    echo "AOTIRT_TEST_WORKERS=$workers: the tests run in one process ($PY has no pytest-xdist)"
+  else
+    echo "AOTIRT_TEST_WORKERS=$workers: the tests run in one process (only tests/shims runs in several)"
+  fi
+fi
 
 nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader || true
 "$PY" -c 'import sys, Cython, numpy; print("python", sys.version.split()[0], "cython", Cython.__version__, "numpy", numpy.__version__)'
@@ -195,7 +223,7 @@ fi
 if [ "$mode" != bench ]; then
   # --durations: the slowest tests, for fitting the check into a short device budget.
   AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
-    --durations=30 --junitxml="$KEPT/pytest.xml" "${test_paths[@]}" 2>&1 | tee "$KEPT/pytest.log"
+    --durations=30 --junitxml="$KEPT/pytest.xml" "${test_workers[@]}" "${test_paths[@]}" 2>&1 | tee "$KEPT/pytest.log"
   echo "${PIPESTATUS[0]}" >"$KEPT/pytest.rc"
   cp "$KEPT/pytest.log" "$KEPT/pytest.xml" "$LOGS/" 2>/dev/null
 fi

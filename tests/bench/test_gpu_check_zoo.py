@@ -1,8 +1,10 @@
-"""scripts/gpu-check.sh's zoo steps, run on a copy of the script in a small
-tree of its own with a stand-in for Python that records what it is asked to
-run (no GPU, no torch): the zoo is compiled only by a command that reads it,
-AOTIRT_ZOO_AHEAD=1 compiles it detached from a tests command that does not,
-and a command that reads it, or times anything, waits for that compile.
+"""scripts/gpu-check.sh's zoo steps and test processes, run on a copy of the
+script in a small tree of its own with a stand-in for Python that records
+what it is asked to run (no GPU, no torch): the zoo is compiled only by a
+command that reads it, AOTIRT_ZOO_AHEAD=1 compiles it detached from a tests
+command that does not, and a command that reads it, or times anything,
+waits for that compile; AOTIRT_TEST_WORKERS spreads tests/shims alone over
+several pytest processes.
 
 The stand-in's zoo compile holds until the test opens a gate file, so that
 "still compiling" never depends on how fast the machine is."""
@@ -32,7 +34,7 @@ echo "$(date +%s.%N) $*" >> "$CALLS"
 """
 # The script's settings that the suite's own run may have in its environment.
 SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_ZOO_ONLY",
-            "AOTIRT_BENCH_PARTS",
+            "AOTIRT_TEST_WORKERS", "AOTIRT_BENCH_PARTS",
             "AOTIRT_BENCH_KEEP", "AOTIRT_BENCH_QUICK")
 
 
@@ -135,3 +137,35 @@ def test_a_partial_zoo_compiles_those_models_alone_and_says_so(tmp_path):
     builds = [line for line in (tmp_path / "calls").read_text().splitlines() if "tests/aoti/build.py" in line]
     assert len(builds) == 1 and builds[0].endswith("--only int4_decode_bf16"), builds
     assert "zoo models int4_decode_bf16): PASSED" in proc.stdout.splitlines()[-1], proc.stdout
+
+
+def pytest_calls(root):
+    return [line for line in (root / "calls").read_text().splitlines() if "-m pytest" in line]
+
+
+def test_workers_spread_tests_shims_over_processes_a_file_to_each(tmp_path):
+    tree(tmp_path)
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", "./tests/shims/test_conv_cudnn_gpu.py",
+                     AOTIRT_TEST_WORKERS="4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    [call] = pytest_calls(tmp_path)
+    assert " -n 4 --dist loadfile tests/shims ./tests/shims/test_conv_cudnn_gpu.py" in call, call
+
+
+@pytest.mark.parametrize("paths", [["tests/runtime"], ["tests/shims", "tests/aoti"], ["tests"]])
+def test_workers_are_refused_where_tests_read_the_gpus_free_memory_or_the_processes_imports(tmp_path, paths):
+    tree(tmp_path)
+    (tmp_path / "gate").touch()
+    proc = gpu_check(tmp_path, "--tests-only", *paths, AOTIRT_TEST_WORKERS="4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "the tests run in one process (only tests/shims runs in several)" in proc.stdout
+    [call] = pytest_calls(tmp_path)
+    assert " -n " not in call and "--dist" not in call, call
+
+
+@pytest.mark.parametrize("workers", ["0", "four", "-2", "2x"])
+def test_a_bad_worker_count_is_refused_before_anything_runs(tmp_path, workers):
+    tree(tmp_path)
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_WORKERS=workers)
+    assert proc.returncode == 2 and "AOTIRT_TEST_WORKERS must be a whole number" in proc.stderr, proc.stderr
+    assert not (tmp_path / "calls").exists()
