@@ -1,6 +1,6 @@
-"""How fast a vision model's stem (its first convolution: three input
-channels, RGB) can run, against cuDNN's default: a diagnostic for issue
-14's tuning target, not a benchmark.
+"""How fast a model's stem (its first convolutions: an image model's, on
+three input channels, RGB; an audio model's 1-D front end) can run, against
+cuDNN's default: a diagnostic for issue 14's tuning target, not a benchmark.
 
     python3 bench/probe_conv_stems.py [--quick] [--out FILE] [--only NAMES]
 
@@ -11,7 +11,9 @@ of data: about ten times what its arithmetic and its memory traffic need.
 Three channels of float32 are 12-byte rows, which tensor-core engines do
 not take as they lie. If some other way of running the same convolution is
 much faster, it is a candidate for the tuning (a stem is 8 to 15% of a
-small CNN's convolution time).
+small CNN's convolution time). Whisper's front end is as far off: its two
+1-D convolutions (contiguous, as Inductor leaves 1-D ones) took 22 and 30
+us tuned, for 0.55 and 1.3 GFLOP.
 
 In one torch process (aotirt is not involved), for the stems of the zoo's
 models (tests/aoti/zoo.py: batch 2, their image sizes), float32 with TF32
@@ -33,6 +35,11 @@ bench/gpu_timer.py) of:
   - patch_mm: for a stem whose kernel is its stride with no padding (a
     patch embedding: ViT, ConvNeXt, Swin), its patches gathered by one copy
     and one TF32 matrix product whose result is the channels-last output.
+For a 1-D front end (contiguous [N, C, L] operands): default, benchmark,
+unfold_mm (the product's result is the contiguous output as it lies), and
+  - channels_last: input and weight copied each call to channels-last 2-D
+    ([N, C, 1, L]), the convolution there, its result copied back to
+    contiguous (whether cuDNN's channels-last engines pay for three copies).
 Every mode's result is checked against the default's (relative error under
 1e-2: TF32 throughout) before it is timed; one that differs is reported,
 not timed. The modes take turns, one repetition each per round. One JSON
@@ -51,7 +58,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests", "aoti"))
 from timing import REPS  # noqa: E402
 from workers import Rows, is_quick  # noqa: E402
 
-MODES = ("default", "benchmark", "nchw", "pad4", "pad8", "unfold_mm", "patch_mm")
+MODES = ("default", "benchmark", "nchw", "pad4", "pad8", "unfold_mm", "patch_mm", "channels_last")
 CALLS = 50
 TOLERANCE = 1e-2
 
@@ -67,6 +74,9 @@ STEMS = {
     "convnext_tiny": ((2, 3, 64, 64), (96, 3, 4, 4), 4, 0),
     "vit_b_16": ((2, 3, 64, 64), (768, 3, 16, 16), 16, 0),
     "swin_t": ((2, 3, 112, 112), (96, 3, 4, 4), 4, 0),
+    # Whisper's front end (bench/ops.py's WHISPER_FRONT_END, tiny's width): 80 mel bins x 3000 frames.
+    "whisper_conv1": ((1, 80, 3000), (384, 80, 3), 1, 1),
+    "whisper_conv2": ((1, 384, 3000), (384, 384, 3), 2, 1),
 }
 
 
@@ -81,7 +91,10 @@ def output_side(side, kernel, stride, padding):
 
 
 def calls_of(torch, make, image, weight, stride, padding):
-    """{mode: call returning the output as [N, K, Ho, Wo] (any layout)} for one stem."""
+    """{mode: call returning the output as [N, K, Ho, Wo] (any layout)} for
+    one stem; [N, K, Lo] for a 1-D one."""
+    if len(image) == 3:
+        return calls_of_1d(torch, make, image, weight, stride, padding)
     F = torch.nn.functional
     cl = torch.channels_last
     x = make(image, 1).contiguous(memory_format=cl)
@@ -117,6 +130,29 @@ def calls_of(torch, make, image, weight, stride, padding):
             out = torch.mm(tiles.reshape(n * ho * wo, kh * kw * c), w_patch.t())   # [N*Ho*Wo, K]: NHWC
             return out.view(n, ho, wo, k).permute(0, 3, 1, 2)
         calls["patch_mm"] = patches
+    return calls
+
+
+def calls_of_1d(torch, make, signal, weight, stride, padding):
+    """calls_of for a 1-D convolution, its operands contiguous."""
+    F = torch.nn.functional
+    cl = torch.channels_last
+    x, w = make(signal, 1), make(weight, 2)
+    k, c, taps = weight
+    calls = {"default": lambda: F.conv1d(x, w, None, stride, padding)}
+    calls["benchmark"] = calls["default"]
+
+    def channels_last():
+        x4 = x.unsqueeze(2).contiguous(memory_format=cl)
+        w4 = w.unsqueeze(2).contiguous(memory_format=cl)
+        return F.conv2d(x4, w4, None, (1, stride), (0, padding)).squeeze(2).contiguous()
+    calls["channels_last"] = channels_last
+    w_rows = w.reshape(k, c * taps)   # F.unfold's column order: channel, then tap
+
+    def unfolded():
+        columns = F.unfold(x.unsqueeze(2), (1, taps), padding=(0, padding), stride=(1, stride))  # [N, C*taps, Lo]
+        return torch.matmul(w_rows, columns)                                                    # [N, K, Lo]
+    calls["unfold_mm"] = unfolded
     return calls
 
 

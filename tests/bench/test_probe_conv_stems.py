@@ -1,6 +1,6 @@
 """bench/probe_conv_stems.py's arithmetic (its timing needs the GPU): which
 stems are patch embeddings, and, in torch on the CPU, that every way the
-probe runs a stem computes the convolution it stands for."""
+probe runs a stem (2-D or 1-D) computes the convolution it stands for."""
 
 import os
 import subprocess
@@ -17,7 +17,7 @@ probe = pytest.importorskip("probe_conv_stems")
 
 def test_the_patch_embeddings_are_the_stems_whose_kernel_is_their_stride():
     patches = {name for name, (image, weight, stride, padding) in probe.STEMS.items()
-               if probe.is_patch_embedding(weight, stride, padding, image)}
+               if len(image) == 4 and probe.is_patch_embedding(weight, stride, padding, image)}
     assert patches == {"convnext_tiny", "vit_b_16", "swin_t"}
     assert not probe.is_patch_embedding((96, 3, 4, 4), 4, 0, (2, 3, 66, 64))   # the patches do not tile it
     assert not probe.is_patch_embedding((96, 3, 4, 4), 4, 1, (2, 3, 64, 64))
@@ -43,8 +43,12 @@ bad = []
 for name, (image, weight, stride, padding) in probe.STEMS.items():
     make = lambda shape, seed: torch.randn(list(shape), generator=torch.Generator().manual_seed(seed))
     calls = probe.calls_of(torch, make, image, weight, stride, padding)
-    want = torch.nn.functional.conv2d(make(image, 1), make(weight, 2), None, stride, padding)
-    expected_modes = set(probe.MODES) - (set() if "patch_mm" in calls else {{"patch_mm"}})
+    conv = torch.nn.functional.conv2d if len(image) == 4 else torch.nn.functional.conv1d
+    want = conv(make(image, 1), make(weight, 2), None, stride, padding)
+    if len(image) == 3:
+        expected_modes = {{"default", "benchmark", "channels_last", "unfold_mm"}}
+    else:
+        expected_modes = set(probe.MODES) - {{"channels_last"}} - (set() if "patch_mm" in calls else {{"patch_mm"}})
     if set(calls) != expected_modes:
         bad.append((name, sorted(calls)))
     for mode, call in calls.items():
