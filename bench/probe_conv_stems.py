@@ -39,7 +39,9 @@ For a 1-D front end (contiguous [N, C, L] operands): default, benchmark,
 unfold_mm (the product's result is the contiguous output as it lies), and
   - channels_last: input and weight copied each call to channels-last 2-D
     ([N, C, 1, L]), the convolution there, its result copied back to
-    contiguous (whether cuDNN's channels-last engines pay for three copies).
+    contiguous (whether cuDNN's channels-last engines pay for three copies);
+  - as_height: the same memory seen as [N, C, L, 1] (the length as height,
+    not width: no copy), in case cuDNN's engines favour one.
 Every mode's result is checked against the default's (relative error under
 1e-2: TF32 throughout) before it is timed; one that differs is reported,
 not timed. The modes take turns, one repetition each per round. One JSON
@@ -58,7 +60,7 @@ sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests", "aoti"))
 from timing import REPS  # noqa: E402
 from workers import Rows, is_quick  # noqa: E402
 
-MODES = ("default", "benchmark", "nchw", "pad4", "pad8", "unfold_mm", "patch_mm", "channels_last")
+MODES = ("default", "benchmark", "nchw", "pad4", "pad8", "unfold_mm", "patch_mm", "channels_last", "as_height")
 CALLS = 50
 TOLERANCE = 1e-2
 
@@ -147,6 +149,8 @@ def calls_of_1d(torch, make, signal, weight, stride, padding):
         w4 = w.unsqueeze(2).contiguous(memory_format=cl)
         return F.conv2d(x4, w4, None, (1, stride), (0, padding)).squeeze(2).contiguous()
     calls["channels_last"] = channels_last
+    # The same memory seen as [N, C, L, 1] instead of [N, C, 1, L]: no copy.
+    calls["as_height"] = lambda: F.conv2d(x.unsqueeze(3), w.unsqueeze(3), None, (stride, 1), (padding, 0)).squeeze(3)
     w_rows = w.reshape(k, c * taps)   # F.unfold's column order: channel, then tap
 
     def unfolded():

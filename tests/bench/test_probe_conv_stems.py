@@ -46,9 +46,10 @@ for name, (image, weight, stride, padding) in probe.STEMS.items():
     conv = torch.nn.functional.conv2d if len(image) == 4 else torch.nn.functional.conv1d
     want = conv(make(image, 1), make(weight, 2), None, stride, padding)
     if len(image) == 3:
-        expected_modes = {{"default", "benchmark", "channels_last", "unfold_mm"}}
+        expected_modes = {{"default", "benchmark", "channels_last", "unfold_mm", "as_height"}}
     else:
-        expected_modes = set(probe.MODES) - {{"channels_last"}} - (set() if "patch_mm" in calls else {{"patch_mm"}})
+        one_d = {{"channels_last", "as_height"}}
+        expected_modes = set(probe.MODES) - one_d - (set() if "patch_mm" in calls else {{"patch_mm"}})
     if set(calls) != expected_modes:
         bad.append((name, sorted(calls)))
     for mode, call in calls.items():
