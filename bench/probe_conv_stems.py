@@ -57,11 +57,11 @@ import sys
 BENCH = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(os.path.dirname(BENCH), "tests", "aoti"))
+from probe_conv_tuning import time_in_turns  # noqa: E402
 from timing import REPS  # noqa: E402
 from workers import Rows, is_quick  # noqa: E402
 
 MODES = ("default", "benchmark", "nchw", "pad4", "pad8", "unfold_mm", "patch_mm", "channels_last", "as_height")
-CALLS = 50
 TOLERANCE = 1e-2
 
 # The zoo's stems: name -> (input N, C, H, W; weight K, C, kh, kw; stride;
@@ -214,19 +214,7 @@ def main():
                 if not error < TOLERANCE:
                     row["notes"][mode] = f"differs from the default: relative error {error:.2e}"
                     del calls[mode]
-            times = {mode: [] for mode in calls}
-            clock.timer.reset()  # the spin is sized for the slowest of the modes' host paces
-            for mode, call in calls.items():  # warm-up: the benchmark mode's search happens here
-                set_mode(torch, mode)
-                for _ in range(3):
-                    call()
-                clock.wait()
-                clock.timer.us_per_call(call, 3, clock.wait)
-            for _ in range(reps):
-                for mode, call in calls.items():
-                    set_mode(torch, mode)
-                    us, _host_bound = clock.timer.us_per_call(call, CALLS, clock.wait)
-                    times[mode].append(us)
+            times = time_in_turns(calls, clock, reps, lambda mode: set_mode(torch, mode))
         set_mode(torch, "default")
         torch.backends.cuda.matmul.allow_tf32 = False  # torch's default
         for mode in MODES:

@@ -80,19 +80,7 @@ def main():
                 x = worker.tensor(case["input"], case["dtype"], True, 1).permute(0, 2, 3, 1).reshape(n * h * w, c)
                 weight = worker.tensor(case["weight"], case["dtype"], True, 2).reshape(case["weight"][0], c)
                 calls["mm_tf32"] = lambda x=x, weight=weight: torch.mm(x, weight.t())
-            times = {mode: [] for mode in calls}
-            clock.timer.reset()  # the spin is sized for the slowest of the modes' host paces
-            for mode, timed in calls.items():  # warm-up: the benchmark mode's search happens here
-                set_mode(torch, mode)
-                for _ in range(3):
-                    timed()
-                clock.wait()
-                clock.timer.us_per_call(timed, 3, clock.wait)
-            for _ in range(reps):
-                for mode, timed in calls.items():
-                    set_mode(torch, mode)
-                    us, _host_bound = clock.timer.us_per_call(timed, CALLS, clock.wait)
-                    times[mode].append(us)
+            times = time_in_turns(calls, clock, reps, lambda mode: set_mode(torch, mode))
         set_mode(torch, "default")
         row = {"probe": "conv_tuning", "model": case["model"], "shape": ops.describe(case),
                **{f"{m}_us": round(statistics.median(times[m]), 3) if m in times else None for m in MODES}}
@@ -100,6 +88,27 @@ def main():
         emit(row)
     emit({"probe": "conv_tuning", "sums": sums(rows)})
     emit.close()
+
+
+def time_in_turns(calls, clock, reps, switch):
+    """{mode: [GPU us per call, one figure per round]} of `calls` ({mode:
+    call}): each warmed up first (a benchmark mode's search happens there),
+    then `reps` rounds of one repetition of each in turn; `switch(mode)`
+    makes the mode's settings before its calls."""
+    times = {mode: [] for mode in calls}
+    clock.timer.reset()  # the spin is sized for the slowest of the modes' host paces
+    for mode, call in calls.items():
+        switch(mode)
+        for _ in range(3):
+            call()
+        clock.wait()
+        clock.timer.us_per_call(call, 3, clock.wait)
+    for _ in range(reps):
+        for mode, call in calls.items():
+            switch(mode)
+            us, _host_bound = clock.timer.us_per_call(call, CALLS, clock.wait)
+            times[mode].append(us)
+    return times
 
 
 def set_mode(torch, mode):

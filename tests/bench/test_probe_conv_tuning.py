@@ -35,3 +35,38 @@ def test_sums_count_only_shapes_every_compared_mode_timed():
     assert probe.sums(rows) == {
         "all": {"shapes": 2, "default_us": 12.0, "benchmark_us": 11.5},
         "1x1": {"shapes": 1, "default_us": 5.0, "benchmark_us": 4.0, "mm_tf32_us": 3.0}}
+
+
+class FakeClock:
+    """A clock whose timer "times" a call by calling it once and answering
+    how many calls it has made, so the order of the calls shows."""
+
+    def __init__(self):
+        self.timer = self
+        self.made = []
+        self.resets = 0
+
+    def reset(self):
+        self.resets += 1
+
+    def wait(self):
+        self.made.append("wait")
+
+    def us_per_call(self, call, calls, wait):
+        call()
+        wait()
+        return float(len(self.made)), False
+
+
+def test_modes_warm_up_then_take_turns_round_by_round():
+    clock = FakeClock()
+    switched = []
+    calls = {mode: (lambda mode=mode: clock.made.append(mode)) for mode in ("default", "benchmark")}
+    times = probe.time_in_turns(calls, clock, 2, switched.append)
+    assert clock.resets == 1
+    # Warm-up: three calls, a wait, one timed call per mode; then two rounds in turn.
+    warm = ["default"] * 3 + ["wait", "default", "wait"] + ["benchmark"] * 3 + ["wait", "benchmark", "wait"]
+    assert clock.made == warm + ["default", "wait", "benchmark", "wait"] * 2
+    assert switched == ["default", "benchmark"] * 3
+    assert set(times) == {"default", "benchmark"} and all(len(t) == 2 for t in times.values())
+    assert times["default"][0] < times["benchmark"][0] < times["default"][1]
