@@ -73,6 +73,9 @@ esac
 # summary line then names the part.
 shift $(( $# > 0 ? 1 : 0 ))
 if [ "$mode" = tests ] && [ $# -gt 0 ]; then test_paths=("$@"); part=" of $*"; else test_paths=(tests); part=""; fi
+# The test paths as the checks below compare them: no leading ./, no trailing /.
+suite_parts=()
+for path in "${test_paths[@]}"; do path=${path#./}; suite_parts+=("${path%/}"); done
 LOGS=${OUT:-/tmp/aotirt-gpu-check}
 KEPT=bench/build                 # ignored by git, kept between two commands on one machine
 # A zoo compile started ahead outlives its command: its logs stay on the machine.
@@ -94,9 +97,8 @@ case "$workers" in
 esac
 if [ "$mode" = tests ] && [ "$workers" -gt 1 ]; then
   only_shims=1
-  for path in "${test_paths[@]}"; do
-    path=${path#./}
-    case "${path%/}" in tests/shims|tests/shims/*) ;; *) only_shims=0 ;; esac
+  for path in "${suite_parts[@]}"; do
+    case "$path" in tests/shims|tests/shims/*) ;; *) only_shims=0 ;; esac
   done
   if [ "$only_shims" = 1 ] && "$PY" -c "import xdist" 2>/dev/null; then
     test_workers=(-n "$workers" --dist loadfile)
@@ -134,9 +136,8 @@ fi
 needs_zoo=0
 if [ "$mode" = all ] || [ "$mode" = zoo ]; then needs_zoo=1
 elif [ "$mode" = tests ]; then
-  for path in "${test_paths[@]}"; do
-    path=${path#./}
-    case "${path%/}" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac
+  for path in "${suite_parts[@]}"; do
+    case "$path" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac
   done
 else
   case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*|*" kernel_times "*|*" bench "*) needs_zoo=1 ;; esac
