@@ -1,10 +1,11 @@
 """The file of cuDNN's measured engine choices (cuda_src/shims/libs/cudnn_tuning.cpp,
-AOTIRT_CUDNN_TUNE=1), on the host: its lines, the margin rule that keeps
-the heuristics' engine unless a measured one beats it past the noise, a
-choice recorded by one
-process and read by the next, a torn or foreign line skipped, an unwritable
-folder costing only the record, and where the file goes. The measuring is
-on the GPU (test_conv_tuning_gpu.py)."""
+AOTIRT_CUDNN_TUNE=1 or wide), on the host: its lines, the margin rule that
+keeps the heuristics' engine unless a measured one beats it past the noise,
+a choice recorded by one process and read by the next, a torn or foreign
+line skipped, an unwritable folder costing only the record, where the file
+goes, the modes, plan names read as engine configurations, and the wide
+mode's configurations one knob away. The measuring is on the GPU
+(test_conv_tuning_gpu.py)."""
 
 import os
 import subprocess
@@ -75,3 +76,22 @@ def test_the_file_is_per_device_kind_and_cudnn_version_under_the_cache(check, tm
     assert out == os.path.join(str(tmp_path), "cudnn-tuned-v2-sm90-cudnn91900.tsv")
     out, _ = check("path", "80", "90100", env={"AOTIRT_CACHE": "", "HOME": str(tmp_path)})
     assert out == os.path.join(str(tmp_path), ".cache", "aotirt", "cudnn-tuned-v2-sm80-cudnn90100.tsv")
+
+
+def test_the_wide_modes_choices_are_kept_apart(check, tmp_path):
+    out, _ = check("path", "90", "91900", "wide", env={"AOTIRT_CACHE": str(tmp_path)})
+    assert out == os.path.join(str(tmp_path), "cudnn-tuned-wide-v2-sm90-cudnn91900.tsv")
+
+
+@pytest.mark.parametrize("text, mode", [(None, "off"), ("1", "listed"), ("wide", "wide"), ("0", "off"),
+                                        ("", "off"), ("yes", "off"), ("WIDE", "off"), ("2", "off")])
+def test_the_modes_of_aotirt_cudnn_tune(check, text, mode):
+    assert check("mode", *([text] if text is not None else []))[0] == mode
+
+
+def test_plan_names_read_as_engine_configurations(check):
+    assert check("tags")[0] == "0 failures"
+
+
+def test_the_wide_modes_neighbours_one_knob_away_nearest_first_within_the_cap(check):
+    assert check("neighbours")[0] == "0 failures"

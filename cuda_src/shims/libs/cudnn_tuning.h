@@ -27,15 +27,25 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace aotirt {
 namespace cudnn {
 namespace tuning {
 
-// AOTIRT_CUDNN_TUNE=1 (read once).
-bool enabled();
+// What AOTIRT_CUDNN_TUNE asks for (read once): unset or anything else, no
+// measuring (cuDNN's heuristics' engine, as torch runs by default); "1",
+// the engines cuDNN's heuristics list; "wide", those and, around each, the
+// configurations one knob away (knob_neighbours): tile sizes, split-K and
+// the like that the list's own configurations fix. The one list of modes.
+enum class Mode { kOff, kListed, kWide };
+Mode mode();
+Mode mode_of(const char* text);  // AOTIRT_CUDNN_TUNE's text (nullptr: unset)
+inline bool enabled() { return mode() != Mode::kOff; }
 
 // The measurement the file's choices come from, in its name. Version 1
 // (a name without it) timed each engine's first, cold launches and chose
@@ -43,8 +53,10 @@ bool enabled();
 constexpr int kFileVersion = 2;
 
 // The choices' file for a device of compute capability `sm_version` (major
-// * 10 + minor) and cuDNN `version` (cudnnGetVersion()).
-std::string file_for(int sm_version, size_t version);
+// * 10 + minor), cuDNN `version` (cudnnGetVersion()) and a tuning mode: the
+// wide mode's choices are kept apart, so that neither mode reads choices
+// made among other candidates than its own.
+std::string file_for(int sm_version, size_t version, Mode tuning_mode);
 
 // The engine recorded for `key` in `path` (read once per path and kept), or
 // "" when there is none.
@@ -66,6 +78,39 @@ bool parse_line(const std::string& line, std::string* key, std::string* engine);
 // fastest; a time that is not a number >= 0 is never chosen; -1 when none
 // can be.
 int choose_plan(const std::vector<double>& times, int heuristic, double margin);
+
+// An engine configuration as cuDNN names a plan: "eng<global index>", then
+// "_k<knob type>=<value>" per knob in increasing type (cudnn-frontend's
+// tag; its KnobType_t values below 1000 are the backend's, which the tag
+// holds). A recorded choice is built again from its name alone.
+struct EngineConfig {
+  int64_t engine = -1;
+  std::vector<std::pair<int64_t, int64_t>> knobs;  // (type, value), by type
+  bool operator==(const EngineConfig& other) const { return engine == other.engine && knobs == other.knobs; }
+};
+std::string tag_of(const EngineConfig& config);
+// False for a name that is not a tag (then it is matched by name only).
+bool parse_tag(const std::string& tag, EngineConfig* out);
+
+// The values a knob of an engine may take: min to max in steps of stride.
+struct KnobRange {
+  int64_t type = 0, min = 0, max = 0, stride = 1;
+};
+
+// Values per knob that knob_neighbours tries, nearest the base's first.
+constexpr int kValuesPerKnob = 6;
+
+// The configurations one knob away from each of `bases` (the heuristics'
+// list, best first): per base and knob of `ranges(engine)` (nullptr: none
+// known) the base also sets, the knob's other values, nearest the base's
+// first. In rounds, the nearest value of every base's every knob first,
+// then the next nearest, so that a `cap` spreads over the list's best
+// engines and knobs rather than exhausting the first one. None is one of
+// `bases` or given twice; at most `cap` in all. Whether cuDNN builds one
+// is for cuDNN to say: an invalid combination is left out then.
+std::vector<EngineConfig> knob_neighbours(const std::vector<EngineConfig>& bases,
+                                          const std::function<const std::vector<KnobRange>*(int64_t)>& ranges,
+                                          size_t cap);
 
 }  // namespace tuning
 }  // namespace cudnn
