@@ -1,12 +1,14 @@
-"""cuDNN tuning of CUDA convolutions (AOTIRT_CUDNN_TUNE=1,
+"""cuDNN tuning of CUDA convolutions (AOTIRT_CUDNN_TUNE=1 and wide,
 cuda_src/shims/libs/cudnn_tuning.h), on the GPU, each in a fresh process
 (the switch is read once): the first call measures every engine and the
 next one that finds the measurements done keeps the heuristics' engine
 unless another was faster by more than the 3% margin, recording the choice;
-a second process builds the recorded engine and measures nothing; the
+a second process builds the recorded engine (in the wide mode possibly a
+configuration the heuristics do not list) and measures nothing; the
 results are those of the heuristics' engine within the dtype's tolerance
 (a depthwise convolution too, where the cold measurement chose engines 10x
-slower); and the host never waits for the measuring (the wait counter)."""
+slower); the wide mode measures more configurations than the list; and the
+host never waits for the measuring (the wait counter)."""
 
 import os
 import re
@@ -57,14 +59,19 @@ def relative_error(a, b):
     return float(np.linalg.norm(a.astype(np.float64) - b) / np.linalg.norm(b))
 
 
-def test_measured_then_recorded_then_built_from_the_record(tmp_path):
+MEASURED = re.compile(r"cuDNN tuning measured (\d+) engines for a (.+?): (kept|chose) ")
+
+
+@pytest.mark.parametrize("mode, file_name", [("1", r"cudnn-tuned-v2-sm\d+-cudnn\d+\.tsv"),
+                                             ("wide", r"cudnn-tuned-wide-v2-sm\d+-cudnn\d+\.tsv")])
+def test_measured_then_recorded_then_built_from_the_record(tmp_path, mode, file_name):
     import numpy as np
 
     cache = str(tmp_path / "cache")
     plain, plain_log = run(tmp_path, "plain")
     assert not any("tuning" in ln for ln in plain_log), plain_log
 
-    tuned, log = run(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=cache)
+    tuned, log = run(tmp_path, "tuned", AOTIRT_CUDNN_TUNE=mode, AOTIRT_CACHE=cache)
     measured = [ln for ln in log if "cuDNN tuning measured" in ln]
     nothing = [ln for ln in log if "nothing measured" in ln]
     # One per key, on its second call (none for a key with a single engine).
@@ -84,10 +91,10 @@ def test_measured_then_recorded_then_built_from_the_record(tmp_path):
         else:
             assert engine != heuristic and float(us) <= 0.97 * float(heuristic_us) + 1e-5, line
     files = os.listdir(cache)
-    assert len(files) == 1 and re.fullmatch(r"cudnn-tuned-v2-sm\d+-cudnn\d+\.tsv", files[0]), files
+    assert len(files) == 1 and re.fullmatch(file_name, files[0]), files
     assert len(open(os.path.join(cache, files[0])).read().splitlines()) == len(measured)
 
-    again, log = run(tmp_path, "again", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=cache)
+    again, log = run(tmp_path, "again", AOTIRT_CUDNN_TUNE=mode, AOTIRT_CACHE=cache)
     assert not any("tuning measured" in ln for ln in log), "\n".join(log)
     assert sum("tuned, recorded in" in ln for ln in log) == len(measured), "\n".join(log)
 
@@ -99,8 +106,21 @@ def test_measured_then_recorded_then_built_from_the_record(tmp_path):
                 assert relative_error(got, want) < bound, (folder.name, name, call)
 
 
-def test_tuning_never_waits(tmp_path, monkeypatch):
-    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", "1")
+def test_the_wide_mode_measures_configurations_the_heuristics_do_not_list(tmp_path):
+    """Per key, the wide mode measures at least the list's engines, and more
+    for some key: the configurations one knob away are built and timed."""
+    counts = {}
+    for mode in ("1", "wide"):
+        _out, log = run(tmp_path, f"mode-{mode}", AOTIRT_CUDNN_TUNE=mode, AOTIRT_CACHE=str(tmp_path / f"cache-{mode}"))
+        counts[mode] = {m.group(2): int(m.group(1)) for m in map(MEASURED.search, log) if m}
+    assert counts["1"] and set(counts["wide"]) == set(counts["1"]), counts
+    assert all(counts["wide"][key] >= n for key, n in counts["1"].items()), counts
+    assert any(counts["wide"][key] > n for key, n in counts["1"].items()), counts
+
+
+@pytest.mark.parametrize("mode", ["1", "wide"])
+def test_tuning_never_waits(tmp_path, monkeypatch, mode):
+    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", mode)
     monkeypatch.setenv("AOTIRT_CACHE", str(tmp_path / "cache"))
     counts = count_waits(interposer_library(str(tmp_path)), setup=f"""
         {IMPORT_PATHS}

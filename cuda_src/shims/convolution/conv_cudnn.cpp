@@ -22,9 +22,9 @@
 // them, stride/padding/dilation, TF32) in the calling thread's cuDNN
 // context, on the first eager call, never during a CUDA-graph capture; later
 // calls only execute them, with the workspace from the stream-ordered pool.
-// With AOTIRT_CUDNN_TUNE=1 the engine is the heuristics' unless one measured
-// on this kind of device beats it by more than the noise, recorded on disk
-// (shims/libs/cudnn_tuning.h).
+// With AOTIRT_CUDNN_TUNE=1 (or wide) the engine is the heuristics' unless
+// one measured on this kind of device beats it by more than the noise,
+// recorded on disk (shims/libs/cudnn_tuning.h).
 // Nothing here waits for the GPU.
 
 #include <cstdint>
@@ -230,11 +230,14 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
   const std::string key = key_of(s);
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
-                               // Tuned (AOTIRT_CUDNN_TUNE=1): the choices are kept per device kind and cuDNN.
+                               // Tuned (AOTIRT_CUDNN_TUNE=1 or wide): the choices are kept per device
+                               // kind, cuDNN and mode.
                                const cudnn::Library* library = nullptr;
                                cudnn::Tuning tuning;
+                               const cudnn::tuning::Mode mode = cudnn::tuning::mode();
                                const bool tune = cudnn::tuning::enabled() && cudnn::load(kName, &library) == AOTIRT_OK;
-                               if (tune) tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version)};
+                               if (tune)
+                                 tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version, mode), mode};
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
