@@ -104,7 +104,58 @@ void refused(const char* name, Dims in, Dims w, Dims bias, Dims stride, Dims pad
 
 }  // namespace
 
+namespace {
+
+// cl::as_matmul: which convolutions are one matrix product in place.
+void check_as_matmul() {
+  const Dims x{2, 24, 56, 56}, w{144, 24, 1, 1}, y{2, 144, 56, 56}, one{1, 1}, zero{0, 0}, two{2, 2};
+  auto matmul = [](const Dims& xs, const Dims& xst, const Dims& ws, const Dims& wst, const Dims& ys, const Dims& yst,
+                   const Dims& stride, const Dims& padding, bool transposed, cl::MatmulShape* shape) {
+    return cl::as_matmul(static_cast<int64_t>(xs.size()), xs.data(), xst.data(), ws.data(), wst.data(), ys.data(),
+                         yst.data(), stride.data(), padding.data(), transposed, shape);
+  };
+  cl::MatmulShape m;
+  expect(matmul(x, channels_last(x), w, channels_last(w), y, channels_last(y), one, zero, false, &m) &&
+             m.rows == 2 * 56 * 56 && m.inner == 24 && m.cols == 144,
+         "as_matmul: a channels-last 1x1 convolution is [N*H*W, C] x [C, K]");
+  expect(matmul(x, channels_last(x), w, contiguous(w), y, channels_last(y), one, zero, false, &m),
+         "as_matmul: a contiguous 1x1 weight is the same memory");
+  expect(!matmul(x, contiguous(x), w, contiguous(w), y, contiguous(y), one, zero, false, &m),
+         "as_matmul: not for contiguous (NCHW) operands");
+  expect(!matmul(x, channels_last(x), w, channels_last(w), y, contiguous(y), one, zero, false, &m),
+         "as_matmul: not into a contiguous output");
+  const Dims y2{2, 144, 28, 28};
+  expect(!matmul(x, channels_last(x), w, channels_last(w), y2, channels_last(y2), two, zero, false, &m),
+         "as_matmul: not with a stride of 2");
+  expect(!matmul(x, channels_last(x), w, channels_last(w), Dims{2, 144, 58, 58}, channels_last(Dims{2, 144, 58, 58}),
+                 one, one, false, &m),
+         "as_matmul: not with padding");
+  const Dims w3{144, 24, 3, 3}, wg{144, 12, 1, 1};
+  expect(!matmul(x, channels_last(x), w3, channels_last(w3), Dims{2, 144, 54, 54},
+                 channels_last(Dims{2, 144, 54, 54}), one, zero, false, &m),
+         "as_matmul: not a 3x3 kernel");
+  expect(!matmul(x, channels_last(x), wg, channels_last(wg), y, channels_last(y), one, zero, false, &m),
+         "as_matmul: not grouped (two groups of 12 channels)");
+  expect(!matmul(x, channels_last(x), w, channels_last(w), y, channels_last(y), one, zero, true, &m),
+         "as_matmul: not transposed");
+  Dims padded = channels_last(x);
+  padded[0] += 8;  // batch rows apart by more than the image: not one matrix
+  expect(!matmul(x, padded, w, channels_last(w), y, channels_last(y), one, zero, false, &m),
+         "as_matmul: not with a gap between images");
+  const Dims x1{1, 24, 1, 1}, y1{1, 144, 1, 1};  // one pixel: every stride but C's is free
+  expect(matmul(x1, Dims{999, 1, 7, 5}, w, channels_last(w), y1, Dims{1000, 1, 2, 2}, one, zero, false, &m) &&
+             m.rows == 1,
+         "as_matmul: unit dimensions may have any stride");
+  const Dims x5{2, 24, 4, 4, 4}, w5{144, 24, 1, 1, 1};
+  expect(!cl::as_matmul(5, x5.data(), channels_last(x5).data(), w5.data(), channels_last(w5).data(), x5.data(),
+                        channels_last(x5).data(), Dims{1, 1, 1}.data(), Dims{0, 0, 0}.data(), false, &m),
+         "as_matmul: 2-D only");
+}
+
+}  // namespace
+
 int main() {
+  check_as_matmul();
   using F = cl::Format;
   const F C = F::Contiguous, L = F::ChannelsLast, L3 = F::ChannelsLast3d;
   const Dims x2{2, 3, 8, 8}, w2{4, 3, 3, 3}, y2{2, 4, 6, 6};

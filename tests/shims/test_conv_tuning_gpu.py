@@ -137,3 +137,65 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
         read(out)
     """)
     assert {name: n for name, n in counts.items() if n} == {"cudaStreamSynchronize": 1}, counts
+
+
+# 1x1 convolutions, channels-last, that are one matrix product each
+# (conv_layout::as_matmul): mobilenet_v2's shapes in float32 (TF32) and
+# float16, and a bias; then a strided 1x1 one, which is not.
+POINTWISE = IMPORT_PATHS + """
+import numpy as np
+from support import conv_shims as t
+from support.shims import dense, read, view
+rng = np.random.default_rng(1)
+def nhwc(shape, dtype):
+    n, c, h, w = shape
+    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
+for name, dtype, x_shape, w_shape, stride, bias in (
+        ("f32", "float32", (2, 24, 56, 56), (144, 24, 1, 1), 1, False),
+        ("f16", "float16", (2, 576, 14, 14), (96, 576, 1, 1), 1, False),
+        ("bias", "float32", (2, 96, 14, 14), (576, 96, 1, 1), 1, True),
+        ("strided", "float32", (2, 64, 56, 56), (128, 64, 1, 1), 2, False)):
+    x, w = nhwc(x_shape, dtype), nhwc(w_shape, dtype)
+    b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
+    for call in range(3):
+        status, out = t.conv(x, w, b, stride=(stride,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+
+
+def run_pointwise(tmp_path, name, **env):
+    out = tmp_path / name
+    out.mkdir()
+    proc = run_python(POINTWISE.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
+    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
+    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
+
+
+def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_right(tmp_path):
+    """Tuned, each 1x1 stride-1 convolution times cuBLAS's GEMM with cuDNN's
+    engines (the strided one does not); a record naming the GEMM makes the
+    next process run it, with the heuristics' engine's results."""
+    import numpy as np
+
+    plain, _ = run_pointwise(tmp_path, "plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run_pointwise(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_gemm" in ln]
+    assert len(timed) == 3, "\n".join(log)                       # f32, f16, bias: not the strided one
+    assert not any("leaves out engine cublas_gemm" in ln for ln in log), "\n".join(log)
+    assert not any("cublas_gemm" in ln and "stride [2, 2]" in ln for ln in log), "\n".join(log)
+
+    # Every record the GEMM: the 1x1 stride-1 keys then run it from the start;
+    # the strided key, which never offers it, measures again.
+    (path,) = [cache / name for name in os.listdir(cache)]
+    lines = path.read_text().splitlines()
+    path.write_text("".join(line.split("\t")[0] + "\tcublas_gemm\n" for line in lines))
+    gemm, log = run_pointwise(tmp_path, "gemm", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cublas_gemm (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log if "stride [1, 1]" in ln), "\n".join(log)
+    for name, bound in (("f32", 5e-3), ("f16", 2e-2), ("bias", 5e-3), ("strided", 5e-3)):
+        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
+        for call in range(3):
+            assert relative_error(np.load(gemm / f"{name}-{call}.npy"), want) < bound, (name, call)

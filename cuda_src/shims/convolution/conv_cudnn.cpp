@@ -42,6 +42,7 @@
 #include "aotirt/shim.h"
 #include "shims/convolution/conv_bias.h"
 #include "shims/convolution/conv_entry.h"
+#include "shims/convolution/conv_gemm.h"
 #include "shims/convolution/conv_layout.h"
 
 #if defined(AOTIRT_HAVE_CUDNN)
@@ -222,12 +223,19 @@ void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudn
 }
 
 // Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
+// Tuned, a convolution that is one matrix product (conv_layout::as_matmul)
+// offers cuBLAS's GEMM beside cuDNN's engines (conv_gemm.h).
 aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int device, const StreamRef& stream) {
   cudnn::Context* ctx = nullptr;
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
   const std::string key = key_of(s);
+  conv_layout::MatmulShape product;
+  const bool offer_gemm = cudnn::tuning::enabled() &&
+                          conv_layout::as_matmul(s.x.ndim, s.x.sizes, s.x.strides, s.w.sizes, s.w.strides, s.y.sizes,
+                                                 s.y.strides, s.stride, s.padding, s.transposed, &product) &&
+                          gemm_offered(product);
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
                                // Tuned (AOTIRT_CUDNN_TUNE=1 or wide): the choices are kept per device
@@ -237,7 +245,8 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
                                const cudnn::tuning::Mode mode = cudnn::tuning::mode();
                                const bool tune = cudnn::tuning::enabled() && cudnn::load(kName, &library) == AOTIRT_OK;
                                if (tune)
-                                 tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version, mode), mode};
+                                 tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version, mode), mode,
+                                           offer_gemm ? kGemmEngine : ""};
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
@@ -246,7 +255,10 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
                                        plan->declined + ")");
   std::unordered_map<int64_t, void*> pointers = {
       {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
-  return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
+  if (!offer_gemm) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
+  const cudnn::Alternative gemm{kGemmEngine,
+                                [&] { return run_gemm(kName, product, s.dtype, s.tf32, x, w, y, device, stream); }};
+  return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &gemm);
 }
 
 // The convolution of a checked call: the output laid out as torch lays it

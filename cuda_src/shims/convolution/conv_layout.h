@@ -240,5 +240,38 @@ inline std::string describe(int64_t in_ndim, const int64_t* in, int64_t w_ndim, 
   return "";
 }
 
+// A convolution that is one matrix product as it lies in memory: 2-D, not
+// transposed, a 1x1 kernel, stride 1, no padding, one group, and input,
+// weight and output dense channels-last ([N, C, H, W] stored [N, H, W, C],
+// the layout Inductor hands CUDA convolutions). Then the output's
+// [N*H*W, K] rows are the input's [N*H*W, C] rows times the weight's [K, C]
+// transposed, all three row-major in place (a [K, C, 1, 1] weight is [K, C]
+// row-major in either layout). A tuned run measures cuBLAS's GEMM for these
+// beside cuDNN's engines (conv_gemm.h). (A dimension of size 1 may have any
+// stride: it addresses the same memory.)
+struct MatmulShape {
+  int64_t rows = 0, inner = 0, cols = 0;  // N*H*W, C, K
+};
+inline bool as_matmul(int64_t ndim, const int64_t* x_sizes, const int64_t* x_strides, const int64_t* w_sizes,
+                      const int64_t* w_strides, const int64_t* y_sizes, const int64_t* y_strides,
+                      const int64_t* stride, const int64_t* padding, bool transposed, MatmulShape* out) {
+  if (ndim != 4 || transposed || w_sizes[2] != 1 || w_sizes[3] != 1 || w_sizes[1] != x_sizes[1]) return false;
+  if (stride[0] != 1 || stride[1] != 1 || padding[0] != 0 || padding[1] != 0) return false;
+  if (y_sizes[0] != x_sizes[0] || y_sizes[1] != w_sizes[0] || y_sizes[2] != x_sizes[2] || y_sizes[3] != x_sizes[3])
+    return false;
+  auto dense_channels_last = [](const int64_t* sizes, const int64_t* strides) {
+    int64_t want[4];
+    format_strides(4, sizes, Format::ChannelsLast, want);
+    for (int d = 0; d < 4; ++d)
+      if (sizes[d] > 1 && strides[d] != want[d]) return false;
+    return true;
+  };
+  if (!dense_channels_last(x_sizes, x_strides) || !dense_channels_last(w_sizes, w_strides) ||
+      !dense_channels_last(y_sizes, y_strides))
+    return false;
+  *out = MatmulShape{x_sizes[0] * x_sizes[2] * x_sizes[3], x_sizes[1], w_sizes[0]};
+  return true;
+}
+
 }  // namespace conv_layout
 }  // namespace aotirt

@@ -1,0 +1,180 @@
+// The measurement of a tuned plan's engines (AOTIRT_CUDNN_TUNE, see
+// cudnn_tuning.h), queued by its first call and read by a later one that
+// finds it done: the host polls, never waits.
+#pragma once
+
+#if defined(AOTIRT_HAVE_CUDNN)
+
+#include <cudnn_frontend.h>
+
+#include <cstdint>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "runtime/errors.h"
+#include "runtime/stream.h"
+#include "runtime/tensor.h"
+#include "shims/libs/cudnn_plan.h"
+#include "shims/libs/cudnn_tuning.h"
+#include "shims/libs/gpu_hold.h"
+
+namespace aotirt {
+namespace cudnn {
+
+namespace fe = cudnn_frontend;
+
+// The first call of a plan to tune queues, ahead of its own run (which
+// overwrites the outputs they write), each engine's measurement:
+//  - each engine runs once untimed, so that what is timed is not its first
+//    launch (its kernels' lazy loading, cold caches); one that fails to run
+//    is left out (said in the debug log), not an error of the call;
+//  - then per engine a GPU hold (gpu_hold.h, kHoldUs), and kTunedRuns runs
+//    between two CUDA events: the host queues the runs while the hold
+//    spins, so they run back to back after it and the events time the
+//    GPU's work, not the host's launches (a small convolution's engine runs
+//    in less time than the host takes to queue it).
+// A later call whose events have all completed (polled, never waited for;
+// not while the stream is being captured, where the plan must not change
+// and no hold may be recorded) keeps the heuristics' engine unless another
+// is faster by more than kTunedMargin (tuning::choose_plan), and records
+// the choice.
+constexpr int kTunedRuns = 5;
+constexpr double kHoldUs = 1000;      // well over the host's time to queue kTunedRuns runs
+constexpr double kTunedMargin = 0.03;  // the run-to-run noise of the events' timing
+
+// Frees the measurement's events and ends it: the plan runs the engine
+// chosen so far (the heuristics', unless one was chosen).
+inline void end_measurement(const GraphPlan& plan) {
+  for (GraphPlan::Timing& t : plan.timings) {
+    if (t.start) cudaEventDestroy(t.start);  // released once a queued record completes
+    if (t.stop) cudaEventDestroy(t.stop);
+  }
+  plan.timings.clear();
+}
+
+// The first call's half of measure_and_choose: the warm-up and the timed
+// runs. plan.timings ends with the engines whose both events are recorded.
+template <typename Describe>
+aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context& ctx,
+                                std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream,
+                                const Describe& what, const Alternative* alternative) {
+  int64_t most = 0;
+  for (const GraphPlan::Timing& t : plan.timings) most = t.workspace > most ? t.workspace : most;
+  StorageRef workspace;
+  // An engine's workspace the pool cannot give (some want far more than the
+  // heuristics' choice) is no reason to fail a call that runs without it.
+  if (most > 0 &&
+      allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace) != AOTIRT_OK) {
+    debug_log(std::string(who) + ": cuDNN tuning could not allocate the engines' largest workspace (" +
+              std::to_string(most) + " bytes) for a " + what() + ": nothing measured");
+    plan.timings.clear();
+    return AOTIRT_OK;
+  }
+  void* space = workspace ? workspace->data : nullptr;
+  // One run of an engine or of the alternative: "" when queued, else why not.
+  auto run_once = [&](const GraphPlan::Timing& t) -> std::string {
+    if (t.index == kAlternativeIndex) {
+      if (!alternative) return "this call does not offer it";
+      if (alternative->run() == AOTIRT_OK) return "";
+      const std::string why = aotirt_last_error_message();
+      clear_error();  // a candidate that cannot run is left out, not the call's error
+      return why;
+    }
+    fe::error_t status = plan.graph->execute_plan_at_index(ctx.handle, pointers, space, t.index);
+    return status.is_good() ? "" : status.get_message();
+  };
+  auto leave_out = [&](const GraphPlan::Timing& t, const std::string& why) {
+    debug_log(std::string(who) + ": cuDNN tuning leaves out engine " + t.engine + " for a " + what() + ": " + why);
+  };
+  std::vector<GraphPlan::Timing> runs;  // the warm-up: every engine once, untimed
+  for (const GraphPlan::Timing& t : plan.timings) {
+    const std::string why = run_once(t);
+    if (why.empty())
+      runs.push_back(t);
+    else
+      leave_out(t, why);
+  }
+  plan.timings.clear();
+  if (runs.size() < 2) {  // nothing to choose between: the heuristics' engine runs, unrecorded
+    debug_log(std::string(who) + ": cuDNN tuning has " + std::to_string(runs.size()) + " engine(s) that run for a " +
+              what() + ": nothing measured");
+    return AOTIRT_OK;
+  }
+  for (const GraphPlan::Timing& t : runs) {
+    plan.timings.push_back(t);  // owns its events from here: end_measurement frees them
+    GraphPlan::Timing& timed = plan.timings.back();
+    AOTIRT_CUDA_TRY(cudaEventCreate(&timed.start));
+    AOTIRT_CUDA_TRY(cudaEventCreate(&timed.stop));
+    AOTIRT_TRY(gpu_hold(stream->handle, kHoldUs));
+    AOTIRT_CUDA_TRY(cudaEventRecord(timed.start, stream->handle));
+    std::string why;
+    for (int run = 0; run < kTunedRuns && why.empty(); ++run) why = run_once(timed);
+    if (why.empty()) {
+      AOTIRT_CUDA_TRY(cudaEventRecord(timed.stop, stream->handle));
+    } else {
+      leave_out(timed, why);
+      cudaEventDestroy(timed.start);
+      cudaEventDestroy(timed.stop);
+      plan.timings.pop_back();
+    }
+  }
+  if (plan.timings.size() < 2) end_measurement(plan);
+  return AOTIRT_OK;
+}
+
+template <typename Describe>
+aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context& ctx,
+                                 std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream,
+                                 const Describe& what, const Alternative* alternative) {
+  cudaStreamCaptureStatus capturing = cudaStreamCaptureStatusNone;
+  AOTIRT_CUDA_TRY(cudaStreamIsCapturing(stream->handle, &capturing));
+  if (capturing != cudaStreamCaptureStatusNone) return AOTIRT_OK;
+  if (!plan.queued) {
+    plan.queued = true;
+    const aotirt_status status = queue_measurement(who, plan, ctx, pointers, stream, what, alternative);
+    if (status != AOTIRT_OK) end_measurement(plan);  // a failed measurement is not tried again
+    return status;
+  }
+  const cudaError_t ready = cudaEventQuery(plan.timings.back().stop);  // the last queued: all done when it is
+  if (ready == cudaErrorNotReady) return AOTIRT_OK;
+  // A failure ends the measurement, so that it is not read again on every call.
+  if (ready != cudaSuccess) {
+    end_measurement(plan);
+    return fail_cuda(ready, std::string(who) + ": polling cuDNN's tuning events");
+  }
+  std::vector<double> times;  // us a run
+  int heuristic = -1;         // plan.engine names the heuristics' choice until a choice replaces it
+  for (const GraphPlan::Timing& t : plan.timings) {
+    float ms = 0;
+    const cudaError_t read = cudaEventElapsedTime(&ms, t.start, t.stop);
+    if (read != cudaSuccess) {
+      end_measurement(plan);
+      return fail_cuda(read, std::string(who) + ": reading cuDNN's tuning events (cudaEventElapsedTime)");
+    }
+    if (t.engine == plan.engine) heuristic = static_cast<int>(times.size());
+    times.push_back(static_cast<double>(ms) * 1000 / kTunedRuns);
+    if (t.index == kAlternativeIndex)  // said apart: the line below names only the heuristics' and the choice
+      debug_log(std::string(who) + ": cuDNN tuning timed " + t.engine + " at " + std::to_string(times.back()) +
+                " us a run for a " + what());
+  }
+  const int best = tuning::choose_plan(times, heuristic, kTunedMargin);
+  if (best >= 0) {
+    const GraphPlan::Timing& chosen = plan.timings[best];
+    plan.chosen = chosen.index;
+    const std::string against =
+        heuristic < 0 ? std::string("the heuristics' choice ") + plan.engine + " did not run"
+                      : "the heuristics' " + plan.engine + " at " + std::to_string(times[heuristic]) + " us";
+    debug_log(std::string(who) + ": cuDNN tuning measured " + std::to_string(times.size()) + " engines for a " +
+              what() + ": " + (best == heuristic ? "kept " : "chose ") + chosen.engine + " at " +
+              std::to_string(times[best]) + " us a run (" + against + ")");
+    tuning::record(plan.tuning_file, plan.key, chosen.engine);
+  }
+  end_measurement(plan);
+  return AOTIRT_OK;
+}
+
+}  // namespace cudnn
+}  // namespace aotirt
+
+#endif  // AOTIRT_HAVE_CUDNN

@@ -1,0 +1,85 @@
+// The types of the cuDNN shims' cached plans (cudnn_graph.h): a built graph
+// with its plan and its tuning state, the tuning's settings for a key, and
+// an alternative to cuDNN's engines that a tuned key may measure. Only for
+// builds with cuDNN's headers (AOTIRT_HAVE_CUDNN).
+#pragma once
+
+#if defined(AOTIRT_HAVE_CUDNN)
+
+#include <cudnn_frontend.h>
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "aotirt/aotirt.h"
+#include "shims/libs/cudnn.h"
+#include "shims/libs/cudnn_tuning.h"
+
+#if CUDNN_FRONTEND_VERSION < 11300
+#error "aotirt needs cudnn-frontend 1.13 or newer (pip install -U nvidia-cudnn-frontend)"
+#endif
+
+namespace aotirt {
+namespace cudnn {
+
+namespace fe = cudnn_frontend;
+
+// A built graph with its plan, or why cuDNN declined the key (kept: a call
+// cuDNN cannot run is then answered at once, during a capture too).
+//
+// With tuning on (cudnn_tuning.h) every engine of the heuristics' list is
+// built, and `chosen` names the one that runs (-1: the heuristics' own
+// choice, until a measured or recorded one replaces it). The tuning state
+// changes as calls execute the plan, hence mutable: a plan belongs to one
+// thread's context, so no other thread sees it change.
+struct GraphPlan : Cached {
+  std::unique_ptr<fe::graph::Graph> graph;
+  int64_t workspace = 0;
+  std::string engine;    // the plan's engine, for the debug log
+  std::string declined;  // empty when built
+
+  struct Timing {
+    int64_t index = 0, workspace = 0;
+    std::string engine;
+    cudaEvent_t start = nullptr, stop = nullptr;
+  };
+  mutable int64_t chosen = -1;
+  mutable std::vector<Timing> timings;  // the engines to measure; their events once queued
+  mutable bool queued = false;
+  std::string tuning_file, key;         // where the choice of `key` is recorded
+
+  ~GraphPlan() override {
+    for (Timing& t : timings) {
+      if (t.start) cudaEventDestroy(t.start);
+      if (t.stop) cudaEventDestroy(t.stop);
+    }
+  }
+};
+
+// A way to run a tuned key other than cuDNN's engines (a 1x1
+// convolution's cuBLAS GEMM, conv_gemm.h): measured beside them, and chosen
+// and recorded under its name like one of them. The shim makes one per call
+// (it holds the call's pointers) and offers it for every call of the key.
+struct Alternative {
+  std::string name;
+  std::function<aotirt_status()> run;
+};
+// GraphPlan::chosen and Timing::index of the alternative.
+constexpr int64_t kAlternativeIndex = -2;
+
+// What a tuned plan needs besides its graph: the key its choice is kept
+// under, the choices' file (tuning::file_for), the mode, and the name of
+// the alternative the shim offers for the key ("" for none).
+struct Tuning {
+  std::string key, file;
+  tuning::Mode mode = tuning::Mode::kListed;
+  std::string alternative;
+};
+
+
+}  // namespace cudnn
+}  // namespace aotirt
+
+#endif  // AOTIRT_HAVE_CUDNN
