@@ -17,6 +17,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from report_common import find, fmt, section  # noqa: E402,F401  (tests read them here too)
 from report_decode import decode_met, decode_section, decode_targets  # noqa: E402
 from report_multigpu import multigpu_section  # noqa: E402
+from report_tuning import tuning_section, tuning_summary  # noqa: E402
 
 
 def gpu_line():
@@ -271,7 +272,9 @@ def summary(rows, junit_path):
     if any(r["case"] == "zoo_model" for r in rows):
         line += f" | zoo missing functions: {', '.join(zoo_missing(rows)) or 'none'}"
     targets = decode_targets(rows)
-    return line + (f" | decode: {decode_met(targets)}/{len(targets)} targets met" if targets else "")
+    line += f" | decode: {decode_met(targets)}/{len(targets)} targets met" if targets else ""
+    tuning = tuning_summary(rows)
+    return line + (f" | {tuning}" if tuning else "")
 
 
 def main():
@@ -423,6 +426,7 @@ def main():
         out.append("")
     out += ops_section(rows)
     out += zoo_section(rows)
+    out += tuning_section(rows)
     out += decode_section(rows)
     out += multigpu_section(rows)
     print("\n".join(out))

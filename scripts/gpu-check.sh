@@ -140,7 +140,7 @@ elif [ "$mode" = tests ]; then
     case "$path" in tests|tests/aoti|tests/aoti/*) needs_zoo=1 ;; esac
   done
 else
-  case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" decode "*|*" kernel_times "*|*" bench "*) needs_zoo=1 ;; esac
+  case " ${AOTIRT_BENCH_PARTS:-zoo} " in *" zoo "*|*" tuning "*|*" decode "*|*" kernel_times "*|*" bench "*) needs_zoo=1 ;; esac
 fi
 # AOTIRT_ZOO_AHEAD=1: a tests command that does not read the zoo starts
 # compiling it anyway, detached (setsid), so that it outlives the command and

@@ -49,6 +49,9 @@ def test_missing_functions_reads_the_model_library_of_a_package(tmp_path):
         z.write(library, "model/data/aotinductor/model/abc.wrapper.so")
         z.writestr("model/data/aotinductor/model/abc_metadata.json", "{}")
     assert zoo_check.missing_functions(str(package)) == ["aoti_torch_missing_op"]
+    # All it calls, implemented or not (bench/tuning.py picks the models that convolve by it).
+    assert zoo_check.needed_functions(str(package)) == {"aoti_torch_missing_op", "aoti_torch_get_data_ptr"}
+    assert zoo_check.needed_functions(library) == {"aoti_torch_missing_op", "aoti_torch_get_data_ptr"}
     empty = tmp_path / "empty.pt2"
     with zipfile.ZipFile(empty, "w") as z:
         z.writestr("model/data/aotinductor/model/abc_metadata.json", "{}")

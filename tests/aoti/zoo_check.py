@@ -75,12 +75,11 @@ def _undefined(library):
     return set(library_undefined_symbols(library, "aoti_torch_"))
 
 
-def missing_functions(path):
-    """Sorted names of the aoti_torch_* functions that the model library at
-    `path` (a .so, or a .pt2 package: its model library) leaves undefined
-    and aotirt does not implement: what aotirt.load would refuse it for."""
+def needed_functions(path):
+    """The aoti_torch_* functions that the model library at `path` (a .so,
+    or a .pt2 package: its model library) leaves undefined: those it calls."""
     if not path.endswith(".pt2"):
-        return sorted(_undefined(path) - implemented_shims())
+        return frozenset(_undefined(path))
     with zipfile.ZipFile(path) as z, tempfile.TemporaryDirectory(prefix="aotirt-zoo-check-") as scratch:
         libraries = [n for n in z.namelist() if AOTI_DIR in n and n.endswith(".so")]
         wrappers = [n for n in libraries if n.endswith(".wrapper.so")] or libraries
@@ -89,7 +88,14 @@ def missing_functions(path):
         library = os.path.join(scratch, "model.so")
         with z.open(wrappers[0]) as source, open(library, "wb") as sink:
             sink.write(source.read())
-        return sorted(_undefined(library) - implemented_shims())
+        return frozenset(_undefined(library))
+
+
+def missing_functions(path):
+    """Sorted names of the aoti_torch_* functions that the model library at
+    `path` needs (needed_functions) and aotirt does not implement: what
+    aotirt.load would refuse it for."""
+    return sorted(needed_functions(path) - implemented_shims())
 
 
 def to_float(array, dtype):
