@@ -113,9 +113,11 @@ def test_the_wide_mode_measures_configurations_the_heuristics_do_not_list(tmp_pa
     for mode in ("1", "wide"):
         _out, log = run(tmp_path, f"mode-{mode}", AOTIRT_CUDNN_TUNE=mode, AOTIRT_CACHE=str(tmp_path / f"cache-{mode}"))
         counts[mode] = {m.group(2): int(m.group(1)) for m in map(MEASURED.search, log) if m}
-    assert counts["1"] and set(counts["wide"]) == set(counts["1"]), counts
+    # (A key with fewer than two engines in the list measures nothing there,
+    # and may have neighbours to measure in the wide mode.)
+    assert counts["1"] and set(counts["1"]) <= set(counts["wide"]), counts
     assert all(counts["wide"][key] >= n for key, n in counts["1"].items()), counts
-    assert any(counts["wide"][key] > n for key, n in counts["1"].items()), counts
+    assert any(n > counts["1"].get(key, 0) for key, n in counts["wide"].items()), counts
 
 
 @pytest.mark.parametrize("mode", ["1", "wide"])
