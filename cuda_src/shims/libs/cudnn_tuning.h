@@ -1,29 +1,32 @@
-// The opt-in measured choice of cuDNN's engines (AOTIRT_CUDNN_TUNE=1), and
-// the file that keeps the choices between processes.
+// The opt-in measured choice of cuDNN's engines (AOTIRT_CUDNN_TUNE=1 or
+// wide), and the file that keeps the choices between processes.
 //
 // cuDNN's heuristics name the engine they expect to be fastest, and torch
 // runs that one (torch.backends.cudnn.benchmark is off by default). With
 // tuning on, the first call of a plan key builds every engine the
-// heuristics list and queues their measurement on the stream ahead of the
-// call's own run (the call's result is still the heuristics' engine's):
-// each engine once untimed (its first launch loads its kernels), then each
-// behind a short GPU hold (gpu_hold.h) between two CUDA events, and goes on
-// without waiting. A later call of the key whose events have completed
-// (cudaEventQuery: a poll, never a wait) takes the engine `choose_plan`
+// heuristics list (in the wide mode also the configurations one knob away
+// from them; for a 1x1 channels-last convolution also cuBLAS's GEMM, an
+// "alternative" in cudnn_plan.h) and queues their measurement on the
+// stream ahead of the call's own run (the call's result is still the
+// heuristics' engine's): each candidate once untimed (its first launch
+// loads its kernels), then each behind a short GPU hold (gpu_hold.h)
+// between two CUDA events, and goes on without waiting
+// (cudnn_measure.h). A later call of the key whose events have completed
+// (cudaEventQuery: a poll, never a wait) takes the candidate `choose_plan`
 // picks from then on (the heuristics' own unless another is faster by more
 // than the noise) and appends the choice to the file, so that the next
-// process builds that engine at once and measures nothing. The host never
-// waits for the measurements: the one rule holds with tuning on. It is
-// paid once per key and process (or once per key, with a record): an
+// process builds that one alone at once and measures nothing. The host
+// never waits for the measurements: the one rule holds with tuning on. It
+// is paid once per key and process (or once per key, with a record): an
 // opt-in warm-up cost, never a per-call one.
 //
-// The file: one line per key, the key in hex, a tab, the engine's name
-// (cudnn-frontend's plan name), under $AOTIRT_CACHE (else ~/.cache/aotirt),
-// one file per compute capability and cuDNN version, since an engine's
-// speed and its name's meaning depend on both, and per version of the
-// measurement (kFileVersion), since an older one's choices are not trusted.
-// An unreadable or unwritable file costs a measurement, never a failed call
-// (said in the debug log).
+// The file: one line per key, the key in hex, a tab, the choice's name
+// (cudnn-frontend's plan name, or the alternative's), under $AOTIRT_CACHE
+// (else ~/.cache/aotirt), one file per compute capability and cuDNN
+// version, since an engine's speed and its name's meaning depend on both,
+// per mode, and per version of the measurement (kFileVersion), since an
+// older one's choices are not trusted. An unreadable or unwritable file
+// costs a measurement, never a failed call (said in the debug log).
 #pragma once
 
 #include <cstddef>
