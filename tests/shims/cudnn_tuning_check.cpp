@@ -70,6 +70,14 @@ int check_choose() {
   expect(tuning::choose_plan(v{}, 0, m) == -1, "no engines: none");
   expect(tuning::choose_plan(v{0, 0}, 0, m) == 0, "zero times (below the events' resolution) keep the heuristics'");
   expect(tuning::choose_plan(v{10, 9.8}, 0, 0) == 1, "margin 0: any faster one wins");
+  using p = std::vector<int>;
+  expect(tuning::finalists(v{10, 4, 7, 5, 12, 6}, 0, 3) == p{0, 1, 3, 5}, "the heuristics' and the 3 fastest others");
+  expect(tuning::finalists(v{10, 4, 7, 5, 12, 6}, 1, 3) == p{1, 2, 3, 5}, "the heuristics' may be the fastest");
+  expect(tuning::finalists(v{10, 4, 7}, 0, 3) == p{0, 1, 2}, "fewer than the count: all");
+  expect(tuning::finalists(v{nan, 4, inf, -1, 6}, 0, 3) == p{1, 4}, "unusable times are never finalists");
+  expect(tuning::finalists(v{3, 4, 5}, -1, 2) == p{0, 1}, "without the heuristics' engine: the fastest");
+  expect(tuning::finalists(v{5, 4, 4, 4}, 0, 2) == p{0, 1, 2}, "ties: the earlier listed first");
+  expect(tuning::finalists(v{}, 0, 3).empty(), "nothing measured: none");
   std::printf("%d failures\n", failures);
   return failures ? 1 : 0;
 }

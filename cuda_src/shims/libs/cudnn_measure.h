@@ -36,10 +36,15 @@ namespace fe = cudnn_frontend;
 //    in less time than the host takes to queue it).
 // A later call whose events have all completed (polled, never waited for;
 // not while the stream is being captured, where the plan must not change
-// and no hold may be recorded) keeps the heuristics' engine unless another
-// is faster by more than kTunedMargin (tuning::choose_plan), and records
-// the choice.
+// and no hold may be recorded) reads them. Where more than kFinalists + 1
+// ran, it queues a second round of the heuristics' engine and the
+// kFinalists fastest others (tuning::finalists), kFinalRuns runs each, and
+// a call that finds that one done chooses; otherwise it chooses at once:
+// the heuristics' engine unless another is faster by more than
+// kTunedMargin (tuning::choose_plan). The choice is recorded.
 constexpr int kTunedRuns = 5;
+constexpr int kFinalists = 3;
+constexpr int kFinalRuns = 15;
 constexpr double kHoldUs = 1000;      // well over the host's time to queue kTunedRuns runs
 constexpr double kTunedMargin = 0.03;  // the run-to-run noise of the events' timing
 
@@ -101,6 +106,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
               what() + ": nothing measured");
     return AOTIRT_OK;
   }
+  const int timed_runs = plan.final_round ? kFinalRuns : kTunedRuns;
   for (const GraphPlan::Timing& t : runs) {
     plan.timings.push_back(t);  // owns its events from here: end_measurement frees them
     GraphPlan::Timing& timed = plan.timings.back();
@@ -109,7 +115,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
     AOTIRT_TRY(gpu_hold(stream->handle, kHoldUs));
     AOTIRT_CUDA_TRY(cudaEventRecord(timed.start, stream->handle));
     std::string why;
-    for (int run = 0; run < kTunedRuns && why.empty(); ++run) why = run_once(timed);
+    for (int run = 0; run < timed_runs && why.empty(); ++run) why = run_once(timed);
     if (why.empty()) {
       AOTIRT_CUDA_TRY(cudaEventRecord(timed.stop, stream->handle));
     } else {
@@ -153,10 +159,32 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
       return fail_cuda(read, std::string(who) + ": reading cuDNN's tuning events (cudaEventElapsedTime)");
     }
     if (t.engine == plan.engine) heuristic = static_cast<int>(times.size());
-    times.push_back(static_cast<double>(ms) * 1000 / kTunedRuns);
-    if (t.index == kAlternativeIndex)  // said apart: the line below names only the heuristics' and the choice
+    times.push_back(static_cast<double>(ms) * 1000 / (plan.final_round ? kFinalRuns : kTunedRuns));
+    if (t.index == kAlternativeIndex && !plan.final_round)  // said apart: the choice's line names two engines
       debug_log(std::string(who) + ": cuDNN tuning timed " + t.engine + " at " + std::to_string(times.back()) +
                 " us a run for a " + what());
+  }
+  if (!plan.final_round && static_cast<int>(times.size()) > kFinalists + 1) {
+    const std::vector<int> keep = tuning::finalists(times, heuristic, kFinalists);
+    if (keep.size() >= 2) {
+      std::vector<GraphPlan::Timing> again;
+      std::string names;
+      for (int i : keep) {
+        GraphPlan::Timing t = plan.timings[i];
+        t.start = t.stop = nullptr;  // this round's events are freed below
+        names += (names.empty() ? "" : ", ") + t.engine;
+        again.push_back(t);
+      }
+      plan.candidates = times.size();
+      end_measurement(plan);
+      plan.timings = std::move(again);
+      plan.final_round = true;
+      debug_log(std::string(who) + ": cuDNN tuning's first round timed " + std::to_string(plan.candidates) +
+                " engines for a " + what() + "; timing again: " + names);
+      const aotirt_status status = queue_measurement(who, plan, ctx, pointers, stream, what, alternative);
+      if (status != AOTIRT_OK) end_measurement(plan);
+      return status;
+    }
   }
   const int best = tuning::choose_plan(times, heuristic, kTunedMargin);
   if (best >= 0) {
@@ -165,7 +193,8 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
     const std::string against =
         heuristic < 0 ? std::string("the heuristics' choice ") + plan.engine + " did not run"
                       : "the heuristics' " + plan.engine + " at " + std::to_string(times[heuristic]) + " us";
-    debug_log(std::string(who) + ": cuDNN tuning measured " + std::to_string(times.size()) + " engines for a " +
+    const size_t measured = plan.final_round ? plan.candidates : times.size();
+    debug_log(std::string(who) + ": cuDNN tuning measured " + std::to_string(measured) + " engines for a " +
               what() + ": " + (best == heuristic ? "kept " : "chose ") + chosen.engine + " at " +
               std::to_string(times[best]) + " us a run (" + against + ")");
     tuning::record(plan.tuning_file, plan.key, chosen.engine);

@@ -48,6 +48,8 @@ struct GraphPlan : Cached {
   mutable int64_t chosen = -1;
   mutable std::vector<Timing> timings;  // the engines to measure; their events once queued
   mutable bool queued = false;
+  mutable bool final_round = false;     // timings are the finalists, measured again (cudnn_measure.h)
+  mutable size_t candidates = 0;        // how many the first round measured
   std::string tuning_file, key;         // where the choice of `key` is recorded
 
   ~GraphPlan() override {

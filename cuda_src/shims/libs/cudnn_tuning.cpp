@@ -135,6 +135,19 @@ int choose_plan(const std::vector<double>& times, int heuristic, double margin) 
   return times[fastest] < times[heuristic] * (1 - margin) ? fastest : heuristic;
 }
 
+std::vector<int> finalists(const std::vector<double>& times, int heuristic, int count) {
+  const int n = static_cast<int>(times.size());
+  auto usable = [&](int i) { return times[i] >= 0 && times[i] <= std::numeric_limits<double>::max(); };
+  std::vector<int> others;
+  for (int i = 0; i < n; ++i)
+    if (i != heuristic && usable(i)) others.push_back(i);
+  std::stable_sort(others.begin(), others.end(), [&](int a, int b) { return times[a] < times[b]; });
+  if (static_cast<int>(others.size()) > count) others.resize(count > 0 ? count : 0);
+  if (heuristic >= 0 && heuristic < n && usable(heuristic)) others.push_back(heuristic);
+  std::sort(others.begin(), others.end());
+  return others;
+}
+
 std::string tag_of(const EngineConfig& config) {
   std::string tag = "eng" + std::to_string(config.engine);
   for (const auto& knob : config.knobs) tag += "_k" + std::to_string(knob.first) + "=" + std::to_string(knob.second);

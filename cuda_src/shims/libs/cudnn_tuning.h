@@ -82,6 +82,13 @@ bool parse_line(const std::string& line, std::string* key, std::string* engine);
 // can be.
 int choose_plan(const std::vector<double>& times, int heuristic, double margin);
 
+// Of engines measured at `times`, the positions (in order) of those a second,
+// longer measurement compares: the heuristics' own (`heuristic`, when its
+// time is usable) and the `count` fastest others. The best of many noisy
+// figures is partly luck (the more candidates, the more an equal one seems
+// faster), so the choice is made on figures taken again.
+std::vector<int> finalists(const std::vector<double>& times, int heuristic, int count);
+
 // An engine configuration as cuDNN names a plan: "eng<global index>", then
 // "_k<knob type>=<value>" per knob in increasing type (cudnn-frontend's
 // tag; its KnobType_t values below 1000 are the backend's, which the tag
