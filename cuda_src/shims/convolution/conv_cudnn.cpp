@@ -134,7 +134,6 @@ struct Spec {
   bool transposed = false;
   int32_t dtype = 6;
   bool tf32 = false;
-  bool bias = false;  // the bias added in the graph (cudnn::fuse_bias), a dense [K] of the dtype
   View x, w, y;  // input, weight, output (the data gradient's dy, w, dx when transposed)
   int64_t spatial = 0;  // of the views: 2 or 3
   int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
@@ -148,7 +147,6 @@ std::string describe(const Spec& s) {
                      list(s.spatial, s.stride) + ", padding " + list(s.spatial, s.padding) + ", dilation " +
                      list(s.spatial, s.dilation);
   if (s.dtype == 6) text += s.tf32 ? ", TF32 allowed" : ", no TF32";
-  if (s.bias) text += ", bias added in the graph";
   return text;
 }
 
@@ -159,7 +157,6 @@ std::string key_of(const Spec& s) {
   append(&key, s.transposed);
   append(&key, s.dtype);
   append(&key, s.dtype == 6 && s.tf32);
-  append(&key, s.bias);
   for (const View* v : {&s.x, &s.w, &s.y}) {
     append(&key, v->ndim);
     for (int64_t d = 0; d < v->ndim; ++d) {
@@ -177,7 +174,7 @@ std::string key_of(const Spec& s) {
 
 namespace fe = cudnn_frontend;
 
-enum Uid : int64_t { kX = 1, kW = 2, kY = 3, kB = 4 };
+enum Uid : int64_t { kX = 1, kW = 2, kY = 3 };
 
 fe::DataType_t data_type(int32_t dtype) {
   switch (dtype) {
@@ -215,16 +212,6 @@ void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudn
   auto y = s.transposed
                ? graph->conv_dgrad(x, w, configure(fe::graph::Conv_dgrad_attributes().set_name("conv_transpose")))
                : graph->conv_fprop(x, w, configure(fe::graph::Conv_fprop_attributes().set_name("conv")));
-  if (s.bias) {  // y = conv + bias, the bias broadcast over all but the channels, added in float
-    std::vector<int64_t> dims(static_cast<size_t>(s.y.ndim), 1), strides(static_cast<size_t>(s.y.ndim), 1);
-    dims[1] = s.y.sizes[1];
-    strides[0] = s.y.sizes[1];
-    auto b = graph->tensor(fe::graph::Tensor_attributes().set_name("bias").set_uid(kB).set_dim(dims).set_stride(
-        strides).set_data_type(io));
-    y = graph->pointwise(y, b,
-                         fe::graph::Pointwise_attributes().set_name("add_bias").set_mode(fe::PointwiseMode_t::ADD)
-                             .set_compute_data_type(fe::DataType_t::FLOAT));
-  }
   y->set_output(true)
       .set_uid(kY)
       .set_dim(vec(s.y.ndim, s.y.sizes))
@@ -235,20 +222,17 @@ void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudn
   cudnn::finalize(std::move(graph), ctx.handle, deselected, plan, tuning);
 }
 
-// Runs the convolution of `s` from `x` and `w` (and the bias `b`, with
-// s.bias) into `y`, queued on `stream`. Tuned, a convolution that is one
-// matrix product (conv_layout::as_matmul) offers cuBLAS's GEMM beside
-// cuDNN's engines (conv_gemm.h). A graph with the bias that cuDNN declines
-// sets *bias_declined and runs nothing (the caller runs it without).
-aotirt_status run(const Spec& s, const void* x, const void* w, const void* b, void* y, int device,
-                  const StreamRef& stream, bool* bias_declined) {
+// Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
+// Tuned, a convolution that is one matrix product (conv_layout::as_matmul)
+// offers cuBLAS's GEMM beside cuDNN's engines (conv_gemm.h).
+aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int device, const StreamRef& stream) {
   cudnn::Context* ctx = nullptr;
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
   const std::string key = key_of(s);
   conv_layout::MatmulShape product;
-  const bool offer_gemm = !s.bias && cudnn::tuning::enabled() &&
+  const bool offer_gemm = cudnn::tuning::enabled() &&
                           conv_layout::as_matmul(s.x.ndim, s.x.sizes, s.x.strides, s.w.sizes, s.w.strides, s.y.sizes,
                                                  s.y.strides, s.stride, s.padding, s.transposed, &product) &&
                           gemm_offered(product);
@@ -266,16 +250,11 @@ aotirt_status run(const Spec& s, const void* x, const void* w, const void* b, vo
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
-  if (!plan->declined.empty() && s.bias) {
-    *bias_declined = true;
-    return AOTIRT_OK;
-  }
   if (!plan->declined.empty())
     return fail(AOTIRT_ERROR_AOTI, std::string(kName) + ": cuDNN has no way to run this " + describe(s) + " (" +
                                        plan->declined + ")");
   std::unordered_map<int64_t, void*> pointers = {
       {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
-  if (s.bias) pointers[kB] = const_cast<void*>(b);
   if (!offer_gemm) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
   const cudnn::Alternative gemm{kGemmEngine,
                                 [&] { return run_gemm(kName, product, s.dtype, s.tf32, x, w, y, device, stream); }};
@@ -346,19 +325,9 @@ aotirt_status compute(const Tensor* input, const Tensor* weight, const Tensor* b
     y = y_scratch.data();
   }
   std::memcpy(s.y.strides, packed, sizeof(packed));
-  // The bias in the graph where asked for and the bias is a dense, aligned
-  // [K] (cuDNN is told its operands are 16-byte aligned); else, or where
-  // cuDNN declines that graph, by its own kernel after the convolution.
-  s.bias = bias && cudnn::fuse_bias() && !transposed && (bias->sizes[0] <= 1 || bias->strides[0] == 1) &&
-           aligned(bias->data());
-  bool bias_declined = false;
-  AOTIRT_TRY(run(s, x, w, s.bias ? bias->data() : nullptr, y, device, stream, &bias_declined));
-  if (bias_declined) {
-    s.bias = false;
-    AOTIRT_TRY(run(s, x, w, nullptr, y, device, stream, &bias_declined));
-  }
+  AOTIRT_TRY(run(s, x, w, y, device, stream));
   if (!y_packed) AOTIRT_TRY(copy_device_to_device(*output, y_scratch, stream.get()));
-  if (bias && !s.bias) AOTIRT_TRY(add_channel_bias(*output, *bias, stream.get()));
+  if (bias) AOTIRT_TRY(add_channel_bias(*output, *bias, stream.get()));
   *ret = output.release();
   return AOTIRT_OK;
 }

@@ -6,7 +6,6 @@
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <mutex>
 #include <vector>
 
@@ -251,14 +250,6 @@ bool allow_tf32() {
   int unset = -1;
   tf32_setting.compare_exchange_strong(unset, v);  // a concurrent aotirt_set_cudnn_allow_tf32 wins
   return tf32_setting.load(std::memory_order_relaxed) != 0;
-}
-
-bool fuse_bias() {
-  static const bool on = [] {
-    const char* env = std::getenv("AOTIRT_CUDNN_FUSE_BIAS");
-    return env && std::strcmp(env, "1") == 0;
-  }();
-  return on;
 }
 
 }  // namespace cudnn

@@ -94,12 +94,5 @@ aotirt_status refuse_while_capturing(const char* who, cudaStream_t stream, const
 // or as aotirt_set_cudnn_allow_tf32 last set it.
 bool allow_tf32();
 
-// AOTIRT_CUDNN_FUSE_BIAS=1 (read once): a convolution's bias is added inside
-// its cuDNN graph (the convolution, then a pointwise add, one plan) rather
-// than by a kernel of its own after it, as torch adds it. One kernel and
-// one pass over the output fewer where cuDNN has a fused engine (a key it
-// declines runs unfused). Off by default until measured against torch.
-bool fuse_bias();
-
 }  // namespace cudnn
 }  // namespace aotirt
