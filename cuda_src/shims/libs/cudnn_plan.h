@@ -29,9 +29,11 @@ namespace fe = cudnn_frontend;
 // A built graph with its plan, or why cuDNN declined the key (kept: a call
 // cuDNN cannot run is then answered at once, during a capture too).
 //
-// With tuning on (cudnn_tuning.h) every engine of the heuristics' list is
-// built, and `chosen` names the one that runs (-1: the heuristics' own
-// choice, until a measured or recorded one replaces it). The tuning state
+// With tuning on (cudnn_tuning.h) every candidate is built (the heuristics'
+// list, and in the wide mode the configurations one knob away), or only a
+// recorded choice, and `chosen` names the one that runs (-1: the
+// heuristics' own choice, until a measured or recorded one replaces it;
+// kAlternativeIndex: the shim's alternative, below). The tuning state
 // changes as calls execute the plan, hence mutable: a plan belongs to one
 // thread's context, so no other thread sees it change.
 struct GraphPlan : Cached {
