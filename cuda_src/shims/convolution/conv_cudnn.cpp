@@ -222,20 +222,36 @@ void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudn
   cudnn::finalize(std::move(graph), ctx.handle, deselected, plan, tuning);
 }
 
+// The product of a convolution that is one (conv_layout::as_matmul); false
+// for one that is not.
+bool matmul_of(const Spec& s, conv_layout::MatmulShape* product) {
+  return conv_layout::as_matmul(s.x.ndim, s.x.sizes, s.x.strides, s.w.sizes, s.w.strides, s.y.sizes, s.y.strides,
+                                s.stride, s.padding, s.transposed, product);
+}
+
+// One call's cuBLAS GEMM (conv_gemm.h), as the tuning's alternative runs it.
+struct GemmCall {
+  const Spec& s;
+  conv_layout::MatmulShape product;
+  const void *x, *w;
+  void* y;
+  int device;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const GemmCall& c = *static_cast<const GemmCall*>(call);
+    return run_gemm(kName, c.product, c.s.dtype, c.s.tf32, c.x, c.w, c.y, c.device, c.stream);
+  }
+};
+
 // Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
-// Tuned, a convolution that is one matrix product (conv_layout::as_matmul)
-// offers cuBLAS's GEMM beside cuDNN's engines (conv_gemm.h).
+// Tuned, a convolution that is one matrix product offers cuBLAS's GEMM
+// beside cuDNN's engines (conv_gemm.h): decided when its plan is built.
 aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int device, const StreamRef& stream) {
   cudnn::Context* ctx = nullptr;
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
   const std::string key = key_of(s);
-  conv_layout::MatmulShape product;
-  const bool offer_gemm = cudnn::tuning::enabled() &&
-                          conv_layout::as_matmul(s.x.ndim, s.x.sizes, s.x.strides, s.w.sizes, s.w.strides, s.y.sizes,
-                                                 s.y.strides, s.stride, s.padding, s.transposed, &product) &&
-                          gemm_offered(product);
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
                                // Tuned (AOTIRT_CUDNN_TUNE=1 or wide): the choices are kept per device
@@ -244,9 +260,11 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
                                cudnn::Tuning tuning;
                                const cudnn::tuning::Mode mode = cudnn::tuning::mode();
                                const bool tune = cudnn::tuning::enabled() && cudnn::load(kName, &library) == AOTIRT_OK;
+                               conv_layout::MatmulShape product;
+                               const bool gemm = tune && matmul_of(s, &product) && gemm_offered(product);
                                if (tune)
                                  tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version, mode), mode,
-                                           offer_gemm ? kGemmEngine : ""};
+                                           gemm ? kGemmEngine : ""};
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
@@ -255,9 +273,10 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
                                        plan->declined + ")");
   std::unordered_map<int64_t, void*> pointers = {
       {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
-  if (!offer_gemm) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
-  const cudnn::Alternative gemm{kGemmEngine,
-                                [&] { return run_gemm(kName, product, s.dtype, s.tf32, x, w, y, device, stream); }};
+  if (!plan->has_alternative) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
+  GemmCall call{s, {}, x, w, y, device, stream};
+  matmul_of(s, &call.product);  // true: the plan was built with the GEMM offered
+  const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
   return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &gemm);
 }
 

@@ -75,6 +75,7 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
   // (for a call that does not offer it), nothing is measured.
   bool alternative_recorded = false;
   if (tuning) {
+    plan->has_alternative = !tuning->alternative.empty();
     const std::string recorded = tuning::recorded(tuning->file, tuning->key);
     alternative_recorded = !recorded.empty() && recorded == tuning->alternative;
     if (!recorded.empty() && !alternative_recorded &&
@@ -155,7 +156,7 @@ aotirt_status execute(const char* who, const GraphPlan& plan, Context& ctx,
                       std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream, const Describe& what,
                       const Alternative* alternative = nullptr) {
   if (!plan.timings.empty()) AOTIRT_TRY(measure_and_choose(who, plan, ctx, pointers, stream, what, alternative));
-  if (plan.chosen == kAlternativeIndex && alternative) return alternative->run();
+  if (plan.chosen == kAlternativeIndex && alternative) return alternative->run(alternative->call);
   int64_t bytes = plan.workspace;
   if (plan.chosen >= 0 && plan.graph->get_workspace_size_plan_at_index(plan.chosen, bytes).is_bad())
     bytes = plan.workspace;

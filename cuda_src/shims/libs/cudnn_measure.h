@@ -81,7 +81,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   auto run_once = [&](const GraphPlan::Timing& t) -> std::string {
     if (t.index == kAlternativeIndex) {
       if (!alternative) return "this call does not offer it";
-      if (alternative->run() == AOTIRT_OK) return "";
+      if (alternative->run(alternative->call) == AOTIRT_OK) return "";
       const std::string why = aotirt_last_error_message();
       clear_error();  // a candidate that cannot run is left out, not the call's error
       return why;

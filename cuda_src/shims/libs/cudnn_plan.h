@@ -8,7 +8,6 @@
 
 #include <cudnn_frontend.h>
 
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -50,6 +49,7 @@ struct GraphPlan : Cached {
   mutable int64_t chosen = -1;
   mutable std::vector<Timing> timings;  // the engines to measure; their events once queued
   mutable bool queued = false;
+  bool has_alternative = false;         // built for a shim that offers one (Tuning::alternative)
   mutable bool final_round = false;     // timings are the finalists, measured again (cudnn_measure.h)
   mutable size_t candidates = 0;        // how many the first round measured
   std::string tuning_file, key;         // where the choice of `key` is recorded
@@ -65,10 +65,12 @@ struct GraphPlan : Cached {
 // A way to run a tuned key other than cuDNN's engines (a 1x1
 // convolution's cuBLAS GEMM, conv_gemm.h): measured beside them, and chosen
 // and recorded under its name like one of them. The shim makes one per call
-// (it holds the call's pointers) and offers it for every call of the key.
+// of a key whose plan has_alternative: `run(call)` runs it with that call's
+// operands (a function and a pointer, so that making one allocates nothing).
 struct Alternative {
-  std::string name;
-  std::function<aotirt_status()> run;
+  const char* name;
+  aotirt_status (*run)(const void* call);
+  const void* call;
 };
 // GraphPlan::chosen and Timing::index of the alternative.
 constexpr int64_t kAlternativeIndex = -2;
