@@ -11,16 +11,19 @@ TESTS = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 REPO = os.path.dirname(TESTS)
 
 
-def run_host_check(tmp_path, source, includes=("cuda_src", "include"), flags=("-Wall",), timeout=300):
+def run_host_check(tmp_path, source, includes=("cuda_src", "include"), flags=("-Wall",), timeout=300,
+                   sources=(), libs=()):
     """Builds tests/shims/`source`, a host-only C++ check of a header's
-    arithmetic (no GPU, no CUDA headers), with g++ and the folders
-    `includes` of the repository, runs it, and asserts that it exited 0
-    and reported "0 failures" last. Returns its output."""
+    arithmetic (no GPU), with g++, the folders `includes` of the
+    repository, the repository's `sources` beside it and `libs` after them,
+    runs it, and asserts that it exited 0 and reported "0 failures" last.
+    Returns its output."""
     exe = str(tmp_path / os.path.splitext(source)[0])
     command = ["g++", "-std=c++17", "-O2", *flags]
     for folder in includes:
         command += ["-I", os.path.join(REPO, folder)]
-    subprocess.run([*command, os.path.join(REPO, "tests", "shims", source), "-o", exe], check=True)
+    files = [os.path.join(REPO, "tests", "shims", source)] + [os.path.join(REPO, path) for path in sources]
+    subprocess.run([*command, *files, "-o", exe, *libs], check=True)
     proc = subprocess.run([exe], capture_output=True, text=True, timeout=timeout, check=False)
     assert proc.returncode == 0, proc.stdout + proc.stderr
     assert proc.stdout.split()[-2:] == ["0", "failures"], proc.stdout

@@ -13,6 +13,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "shims/libs/cudnn_knobs.h"
 #include "shims/libs/cudnn_plan.h"
 #include "shims/libs/cudnn_tuning.h"
 
@@ -55,11 +56,11 @@ inline std::vector<tuning::EngineConfig> listed_configs(fe::graph::Graph& graph,
   return out;
 }
 
-// Appends `config` to `graph`'s plans; false where cuDNN refuses it.
+// Appends `config` to `graph`'s plans; false where cuDNN refuses it (or a
+// knob of its name has no frontend type).
 inline bool append_config(fe::graph::Graph& graph, const tuning::EngineConfig& config) {
-  std::unordered_map<fe::KnobType_t, int64_t> knobs;
-  for (const auto& knob : config.knobs) knobs[static_cast<fe::KnobType_t>(knob.first)] = knob.second;
-  return graph.create_execution_plan(config.engine, knobs).is_good();
+  std::unordered_map<fe::KnobType_t, int64_t> choices;
+  return knobs::frontend_knobs(config, &choices) && graph.create_execution_plan(config.engine, choices).is_good();
 }
 
 // The wide mode: appends the configurations one knob away from the
@@ -69,11 +70,13 @@ inline int64_t append_knob_neighbours(fe::graph::Graph& graph, int64_t listed) {
   const std::vector<tuning::EngineConfig> bases = listed_configs(graph, listed);
   for (const tuning::EngineConfig& base : bases) {
     if (ranges.count(base.engine)) continue;
-    std::vector<fe::Knob> knobs;
+    std::vector<fe::Knob> engine_knobs;
     std::vector<tuning::KnobRange>& known = ranges[base.engine];
-    if (graph.get_knobs_for_engine(base.engine, knobs).is_bad()) continue;  // no ranges: no neighbours
-    for (const fe::Knob& k : knobs)
-      known.push_back({static_cast<int64_t>(k.type), k.minValue, k.maxValue, k.stride});
+    if (graph.get_knobs_for_engine(base.engine, engine_knobs).is_bad()) continue;  // no ranges: no neighbours
+    for (const fe::Knob& k : engine_knobs) {
+      int64_t backend_type = 0;  // as the bases' tags number it
+      if (knobs::to_backend(k.type, &backend_type)) known.push_back({backend_type, k.minValue, k.maxValue, k.stride});
+    }
   }
   auto ranges_of = [&](int64_t engine) -> const std::vector<tuning::KnobRange>* {
     auto found = ranges.find(engine);

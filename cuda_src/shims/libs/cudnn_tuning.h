@@ -91,8 +91,11 @@ std::vector<int> finalists(const std::vector<double>& times, int heuristic, int 
 
 // An engine configuration as cuDNN names a plan: "eng<global index>", then
 // "_k<knob type>=<value>" per knob in increasing type (cudnn-frontend's
-// tag; its KnobType_t values below 1000 are the backend's, which the tag
-// holds). A recorded choice is built again from its name alone.
+// tag). The tag numbers knobs as cuDNN's backend does
+// (cudnnBackendKnobType_t: k13 is TILEK), and so do `knobs` and KnobRange;
+// the frontend's own KnobType_t numbers them differently (its TILEK is 6),
+// so every knob crosses between the two in cudnn_knobs.h. A recorded
+// choice is built again from its name alone.
 struct EngineConfig {
   int64_t engine = -1;
   std::vector<std::pair<int64_t, int64_t>> knobs;  // (type, value), by type
@@ -102,7 +105,8 @@ std::string tag_of(const EngineConfig& config);
 // False for a name that is not a tag (then it is matched by name only).
 bool parse_tag(const std::string& tag, EngineConfig* out);
 
-// The values a knob of an engine may take: min to max in steps of stride.
+// The values a knob of an engine may take: min to max in steps of stride
+// (`type` as the backend numbers it, as in EngineConfig).
 struct KnobRange {
   int64_t type = 0, min = 0, max = 0, stride = 1;
 };
