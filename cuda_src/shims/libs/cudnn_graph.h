@@ -11,6 +11,7 @@
 #include <cudnn_frontend.h>
 
 #include <memory>
+#include <set>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -103,6 +104,7 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
     plan->key = tuning->key;
     plan->tuning_file = tuning->file;
     std::vector<GraphPlan::Timing> built;
+    std::set<std::string> names;
     const int64_t engines = static_cast<int64_t>(graph->get_execution_plan_count());
     for (int64_t i = 0; i < engines; ++i) {
       GraphPlan::Timing t;
@@ -111,6 +113,9 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
           graph->get_workspace_size_plan_at_index(i, t.workspace).is_bad())
         continue;  // an engine that did not build
       if (i >= listed && t.workspace > kMaxNeighbourWorkspace) continue;  // a neighbour the pool need not hold
+      // The same configuration listed twice (heuristics mode A's list, then
+      // the fallback's, both name a knobless eng0): measured once.
+      if (!names.insert(t.engine).second) continue;
       built.push_back(t);
     }
     if (!tuning->alternative.empty()) {
