@@ -64,8 +64,9 @@ inline bool append_config(fe::graph::Graph& graph, const tuning::EngineConfig& c
 }
 
 // The wide mode: appends the configurations one knob away from the
-// heuristics' list (tuning::knob_neighbours); returns how many.
-inline int64_t append_knob_neighbours(fe::graph::Graph& graph, int64_t listed) {
+// heuristics' list (tuning::knob_neighbours) that cuDNN accepts; returns
+// how many, and sets `tried` to how many were offered.
+inline int64_t append_knob_neighbours(fe::graph::Graph& graph, int64_t listed, int64_t* tried) {
   std::unordered_map<int64_t, std::vector<tuning::KnobRange>> ranges;
   const std::vector<tuning::EngineConfig> bases = listed_configs(graph, listed);
   for (const tuning::EngineConfig& base : bases) {
@@ -83,14 +84,18 @@ inline int64_t append_knob_neighbours(fe::graph::Graph& graph, int64_t listed) {
     return found == ranges.end() ? nullptr : &found->second;
   };
   int64_t appended = 0;
-  for (const tuning::EngineConfig& config : tuning::knob_neighbours(bases, ranges_of, kMaxKnobNeighbours))
-    appended += append_config(graph, config) ? 1 : 0;
+  const std::vector<tuning::EngineConfig> neighbours = tuning::knob_neighbours(bases, ranges_of, kMaxKnobNeighbours);
+  for (const tuning::EngineConfig& config : neighbours) appended += append_config(graph, config) ? 1 : 0;
+  *tried = static_cast<int64_t>(neighbours.size());
   return appended;
 }
 
 #else
 inline bool append_config(fe::graph::Graph&, const tuning::EngineConfig&) { return false; }
-inline int64_t append_knob_neighbours(fe::graph::Graph&, int64_t) { return 0; }
+inline int64_t append_knob_neighbours(fe::graph::Graph&, int64_t, int64_t* tried) {
+  *tried = 0;
+  return 0;
+}
 #endif
 
 // A choice recorded for the key, built alone: the heuristics' configuration

@@ -84,9 +84,14 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
       plan->graph = std::move(graph);
       return;
     }
-    if (!alternative_recorded && tuning->mode == tuning::Mode::kWide && append_knob_neighbours(*graph, listed) > 0 &&
-        !deselected.empty())
-      graph->deselect_numeric_notes(deselected);  // the appended ones' notes too
+    if (!alternative_recorded && tuning->mode == tuning::Mode::kWide) {
+      int64_t tried = 0;
+      const int64_t appended = append_knob_neighbours(*graph, listed, &tried);
+      if (appended > 0 && !deselected.empty()) graph->deselect_numeric_notes(deselected);  // theirs too
+      plan->candidates_note = "the heuristics' " + std::to_string(listed) + " configurations and " +
+                              std::to_string(appended) + " of " + std::to_string(tried) +
+                              " one knob away that cuDNN accepted";
+    }
   }
   const bool measure = tuning && !alternative_recorded;
   if (!step("check_support", graph->check_support(handle))) return;
@@ -105,6 +110,7 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
     plan->tuning_file = tuning->file;
     std::vector<GraphPlan::Timing> built;
     std::set<std::string> names;
+    int64_t too_large = 0;
     const int64_t engines = static_cast<int64_t>(graph->get_execution_plan_count());
     for (int64_t i = 0; i < engines; ++i) {
       GraphPlan::Timing t;
@@ -112,7 +118,10 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
       if (graph->get_plan_name_at_index(i, t.engine).is_bad() ||
           graph->get_workspace_size_plan_at_index(i, t.workspace).is_bad())
         continue;  // an engine that did not build
-      if (i >= listed && t.workspace > kMaxNeighbourWorkspace) continue;  // a neighbour the pool need not hold
+      if (i >= listed && t.workspace > kMaxNeighbourWorkspace) {
+        ++too_large;
+        continue;  // a neighbour the pool need not hold
+      }
       // The same configuration listed twice (heuristics mode A's list, then
       // the fallback's, both name a knobless eng0): measured once.
       if (!names.insert(t.engine).second) continue;
@@ -124,6 +133,11 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
       t.engine = tuning->alternative;
       built.push_back(t);
     }
+    if (!plan->candidates_note.empty())
+      plan->candidates_note += "; " + std::to_string(built.size()) + " built to measure" +
+                               (too_large ? " (" + std::to_string(too_large) + " left out for a workspace over " +
+                                                std::to_string(kMaxNeighbourWorkspace >> 20) + " MiB)"
+                                          : std::string());
     if (built.size() > 1) plan->timings = std::move(built);
   }
   plan->graph = std::move(graph);
@@ -142,7 +156,8 @@ aotirt_status plan_for(const char* who, Context& ctx, cudaStream_t stream, const
     make(plan.get());
     if (plan->declined.empty())
       debug_log(std::string(who) + ": cuDNN plan " + plan->engine + " (workspace " +
-                std::to_string(plan->workspace) + " bytes) for a " + what());
+                std::to_string(plan->workspace) + " bytes) for a " + what() +
+                (plan->candidates_note.empty() ? std::string() : "; tuning, wide: " + plan->candidates_note));
     else
       debug_log(std::string(who) + ": cuDNN declined a " + what() + " (" + plan->declined + ")");
     found = ctx.plans.emplace(key, std::move(plan)).first;

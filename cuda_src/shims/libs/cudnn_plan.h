@@ -40,6 +40,7 @@ struct GraphPlan : Cached {
   int64_t workspace = 0;
   std::string engine;    // the plan's engine, for the debug log
   std::string declined;  // empty when built
+  std::string candidates_note;  // tuned: what was built to measure, for the debug log
 
   struct Timing {
     int64_t index = 0, workspace = 0;
