@@ -60,6 +60,7 @@ def relative_error(a, b):
 
 
 MEASURED = re.compile(r"cuDNN tuning measured (\d+) engines for a (.+?): (kept|chose) ")
+ACCEPTED = re.compile(r"configurations and (\d+) of \d+ one knob away that cuDNN accepted")
 
 
 @pytest.mark.parametrize("mode, file_name", [("1", r"cudnn-tuned-v2-sm\d+-cudnn\d+\.tsv"),
@@ -109,10 +110,13 @@ def test_measured_then_recorded_then_built_from_the_record(tmp_path, mode, file_
 def test_the_wide_mode_measures_configurations_the_heuristics_do_not_list(tmp_path):
     """Per key, the wide mode measures at least the list's engines, and more
     for some key: the configurations one knob away are built and timed."""
-    counts = {}
+    counts, accepted = {}, {}
     for mode in ("1", "wide"):
         _out, log = run(tmp_path, f"mode-{mode}", AOTIRT_CUDNN_TUNE=mode, AOTIRT_CACHE=str(tmp_path / f"cache-{mode}"))
         counts[mode] = {m.group(2): int(m.group(1)) for m in map(MEASURED.search, log) if m}
+        # The plan's line: "... and A of T one knob away that cuDNN accepted" (wide only).
+        accepted[mode] = [int(m.group(1)) for m in map(ACCEPTED.search, log) if m]
+    assert not accepted["1"] and len(accepted["wide"]) == 3 and max(accepted["wide"]) > 0, accepted
     # (A key with fewer than two engines in the list measures nothing there,
     # and may have neighbours to measure in the wide mode.)
     assert counts["1"] and set(counts["1"]) <= set(counts["wide"]), counts
