@@ -471,11 +471,15 @@ def extensions():
     )
 
 
-setup(
-    packages=["aotirt"],
-    package_dir={"": "pyx"},
-    package_data={"aotirt": ["*.pxd", "*.pyi", "py.typed"]},
-    ext_modules=extensions(),
-    cmdclass={"build_ext": BuildAotirt},
-    zip_safe=False,
-)
+# Run as a script (python setup.py, pip's build backend, which runs it as
+# __main__ too); imported, only its finders are wanted (the host checks in
+# tests/ build against the headers the way the build finds them).
+if __name__ == "__main__":
+    setup(
+        packages=["aotirt"],
+        package_dir={"": "pyx"},
+        package_data={"aotirt": ["*.pxd", "*.pyi", "py.typed"]},
+        ext_modules=extensions(),
+        cmdclass={"build_ext": BuildAotirt},
+        zip_safe=False,
+    )
