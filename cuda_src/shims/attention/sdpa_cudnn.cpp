@@ -134,8 +134,9 @@ std::string describe(const Problem& p) {
   return text;
 }
 
-// The graph of `p`: one sdpa node, float math.
-void build(const Problem& p, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
+// The graph of `p`: one sdpa node, float math; with `tuning`, its engines
+// measured as a convolution's are (cudnn_tuning.h).
+void build(const Problem& p, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudnn::GraphPlan* plan) {
   const fe::DataType_t io = p.dtype == 15 ? fe::DataType_t::BFLOAT16 : fe::DataType_t::HALF;
   auto graph = cudnn::new_graph(ctx, io);
   auto tensor = [&](const char* name, int64_t uid, const Shape& s, fe::DataType_t type) {
@@ -178,7 +179,7 @@ void build(const Problem& p, cudnn::Context& ctx, cudnn::GraphPlan* plan) {
         .set_stride(cudnn_strides(ls))
         .set_data_type(fe::DataType_t::FLOAT);
   }
-  cudnn::finalize(std::move(graph), ctx.handle, {}, plan);
+  cudnn::finalize(std::move(graph), ctx.handle, {}, plan, tuning);
 }
 
 // Runs `p` on the kernel because cuDNN cannot be loaded here; said once.
@@ -227,8 +228,16 @@ aotirt_status run_cudnn(const Problem& p, Stream* stream) {
   AOTIRT_TRY(cudnn::thread_context(kWho, stream->device, stream->handle, &ctx));
   auto what = [&] { return describe(p); };
   const cudnn::GraphPlan* plan = nullptr;
-  AOTIRT_TRY(cudnn::plan_for(kWho, *ctx, stream->handle, key_of(p), what,
-                             [&](cudnn::GraphPlan* made) { build(p, *ctx, made); }, &plan));
+  const std::string key = key_of(p);
+  AOTIRT_TRY(cudnn::plan_for(kWho, *ctx, stream->handle, key, what,
+                             [&](cudnn::GraphPlan* made) {
+                               // Tuned (AOTIRT_CUDNN_TUNE=1 or wide): the configurations the
+                               // heuristics list, and in the wide mode those one knob away,
+                               // measured as a convolution's are.
+                               cudnn::Tuning tuning;
+                               build(p, *ctx, cudnn::tuning_for(kWho, *ctx, key, &tuning) ? &tuning : nullptr, made);
+                             },
+                             &plan));
   if (!plan->declined.empty()) return run_cuda(p, stream);  // declined: the kernel runs it
   float scale = static_cast<float>(p.scale);  // passed by value: read when the plan is queued
   std::unordered_map<int64_t, void*> pointers = {{kQ, const_cast<void*>(p.q)}, {kK, const_cast<void*>(p.k)},

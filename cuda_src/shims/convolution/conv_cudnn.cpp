@@ -254,17 +254,13 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
   const std::string key = key_of(s);
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
-                               // Tuned (AOTIRT_CUDNN_TUNE=1 or wide): the choices are kept per device
-                               // kind, cuDNN and mode.
-                               const cudnn::Library* library = nullptr;
+                               // Tuned (AOTIRT_CUDNN_TUNE=1 or wide), a convolution that is one
+                               // matrix product also times cuBLAS's GEMM of it.
                                cudnn::Tuning tuning;
-                               const cudnn::tuning::Mode mode = cudnn::tuning::mode();
-                               const bool tune = cudnn::tuning::enabled() && cudnn::load(kName, &library) == AOTIRT_OK;
+                               const bool tune = cudnn::tuning_for(kName, *ctx, key, &tuning);
                                conv_layout::MatmulShape product;
-                               const bool gemm = tune && matmul_of(s, &product) && gemm_offered(product);
-                               if (tune)
-                                 tuning = {key, cudnn::tuning::file_for(ctx->sm_version, library->version, mode), mode,
-                                           gemm ? kGemmEngine : ""};
+                               if (tune && matmul_of(s, &product) && gemm_offered(product))
+                                 tuning.alternative = kGemmEngine;
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));

@@ -85,6 +85,18 @@ struct Tuning {
   std::string alternative;
 };
 
+// The tuning of the plan for `key`, built on `ctx`'s device, where
+// AOTIRT_CUDNN_TUNE turns it on: false (the heuristics' engine, untuned)
+// where it is off. The choices are kept per device kind, cuDNN version and
+// mode (tuning::file_for); no alternative (a shim that offers one sets it).
+inline bool tuning_for(const char* who, const Context& ctx, const std::string& key, Tuning* out) {
+  const Library* library = nullptr;
+  if (!tuning::enabled() || load(who, &library) != AOTIRT_OK) return false;
+  const tuning::Mode mode = tuning::mode();
+  *out = {key, tuning::file_for(ctx.sm_version, library->version, mode), mode, ""};
+  return true;
+}
+
 
 }  // namespace cudnn
 }  // namespace aotirt
