@@ -205,3 +205,67 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
         want = np.load(plain / f"{name}-0.npy").astype(np.float64)
         for call in range(3):
             assert relative_error(np.load(gemm / f"{name}-{call}.npy"), want) < bound, (name, call)
+
+
+# Convolutions of few input channels (conv_pad_channels.h): resnet's stem
+# in float32 (TF32) and mobilenet's in float16, channels-last as Inductor
+# hands them, and a raw waveform's first layer (one channel, 1-D), whose
+# operands stay contiguous.
+STEMS = IMPORT_PATHS + """
+import numpy as np
+from support import conv_shims as t
+from support.shims import dense, read, view
+rng = np.random.default_rng(2)
+def nhwc(shape, dtype):
+    n, c, h, w = shape
+    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
+for name, dtype, x, w, stride, padding in (
+        ("resnet", "float32", nhwc((2, 3, 224, 224), "float32"), nhwc((64, 3, 7, 7), "float32"), 2, 3),
+        ("mobilenet", "float16", nhwc((2, 3, 64, 64), "float16"), nhwc((32, 3, 3, 3), "float16"), 2, 1),
+        ("waveform", "float32", dense(rng.standard_normal((1, 1, 16000)), "cuda:0", "float32")[0],
+         dense(rng.standard_normal((512, 1, 10)), "cuda:0", "float32")[0], 5, 0)):
+    for call in range(3):
+        status, out = t.conv(x, w, stride=(stride,), padding=(padding,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+STEM_INPUTS = ("input [2, 3, 224, 224]", "input [2, 3, 64, 64]")
+
+
+def run_stems(tmp_path, name, **env):
+    out = tmp_path / name
+    out.mkdir()
+    proc = run_python(STEMS.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
+    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
+    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
+
+
+def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_runs_right(tmp_path):
+    """Tuned, each channels-last convolution of three channels also times
+    the same one on channels padded to 16-byte rows (the waveform's does
+    not); a record naming it makes the next process run it (input and
+    weight padded every call), with the heuristics' engine's results."""
+    import numpy as np
+
+    plain, _ = run_stems(tmp_path, "plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run_stems(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cudnn_padded_channels" in ln]
+    assert sorted(stem for ln in timed for stem in STEM_INPUTS if stem in ln) == sorted(STEM_INPUTS), "\n".join(log)
+    assert len(timed) == 2 and not any("cudnn_padded_channels" in ln and "leaves out" in ln for ln in log), \
+        "\n".join(log)
+
+    # Every record the padding: the stems then run it from the start; the
+    # waveform's key, which never offers it, measures again.
+    (path,) = [cache / name for name in os.listdir(cache)]
+    lines = path.read_text().splitlines()
+    path.write_text("".join(line.split("\t")[0] + "\tcudnn_padded_channels\n" for line in lines))
+    padded, log = run_stems(tmp_path, "padded", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cudnn_padded_channels (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log if any(stem in ln for stem in STEM_INPUTS)), \
+        "\n".join(log)
+    for name, bound in (("resnet", 5e-3), ("mobilenet", 2e-2), ("waveform", 5e-3)):
+        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
+        for call in range(3):
+            assert relative_error(np.load(padded / f"{name}-{call}.npy"), want) < bound, (name, call)

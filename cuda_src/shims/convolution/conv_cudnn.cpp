@@ -44,6 +44,7 @@
 #include "shims/convolution/conv_entry.h"
 #include "shims/convolution/conv_gemm.h"
 #include "shims/convolution/conv_layout.h"
+#include "shims/convolution/conv_pad_channels.h"
 
 #if defined(AOTIRT_HAVE_CUDNN)
 #include "shims/libs/cudnn_graph.h"
@@ -243,24 +244,90 @@ struct GemmCall {
   }
 };
 
+// The convolution of `s` with its input's and weight's channels padded to
+// 16-byte rows (conv_pad_channels.h), for a single-group, non-transposed
+// 2-D (or 1-D) convolution of few input channels whose operands are all
+// channels-last (Inductor hands a stem so: a 1-D convolution of one
+// channel is left contiguous, and keeps its planes); false for any other.
+bool padded_spec(const Spec& s, Spec* padded) {
+  const int64_t channels = s.x.sizes[1];
+  const int64_t to = padded_channels(channels, dtype_itemsize(s.dtype));
+  int64_t packed[5];
+  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
+      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
+      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
+      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
+    return false;
+  *padded = s;
+  for (View* v : {&padded->x, &padded->w}) {
+    v->sizes[1] = to;
+    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
+  }
+  return true;
+}
+
+// One call's padded convolution, as the tuning's alternative runs it: the
+// input and the weight padded into pool memory, then the padded problem's
+// own plan (cuDNN's heuristics' engine for it, built by the measurement's
+// first run, an eager one).
+struct PaddedCall {
+  const Spec& padded;
+  int64_t channels;  // the call's own, before padding
+  cudnn::Context* ctx;
+  const void *x, *w;
+  void* y;
+  int device;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const PaddedCall& c = *static_cast<const PaddedCall*>(call);
+    const Spec& p = c.padded;
+    auto what = [&] { return describe(p) + " (input channels padded)"; };
+    const cudnn::GraphPlan* plan = nullptr;
+    AOTIRT_TRY(cudnn::plan_for(kName, *c.ctx, c.stream->handle, "padded" + key_of(p), what,
+                               [&](cudnn::GraphPlan* made) { build(p, *c.ctx, nullptr, made); }, &plan));
+    if (!plan->declined.empty())
+      return fail(AOTIRT_ERROR_AOTI, std::string(kName) + ": cuDNN has no way to run the " + what() + " (" +
+                                         plan->declined + ")");
+    const size_t item = dtype_itemsize(p.dtype);
+    const int64_t to = p.x.sizes[1];
+    // Channels-last: the input is N * H * W rows of its channels, the weight K * kh * kw.
+    const int64_t x_rows = p.x.sizes[0] * p.x.sizes[2] * p.x.sizes[3];
+    const int64_t w_rows = p.w.sizes[0] * p.w.sizes[2] * p.w.sizes[3];
+    StorageRef x_padded, w_padded;  // freed stream-ordered, after the convolution
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(x_rows * to) * item, AOTIRT_DEVICE_CUDA, c.device, c.stream,
+                                &x_padded));
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(w_rows * to) * item, AOTIRT_DEVICE_CUDA, c.device, c.stream,
+                                &w_padded));
+    AOTIRT_TRY(pad_channels({c.x, x_padded->data, x_rows}, {c.w, w_padded->data, w_rows}, c.channels, to, item,
+                            c.stream->handle));
+    std::unordered_map<int64_t, void*> pointers = {{kX, x_padded->data}, {kW, w_padded->data}, {kY, c.y}};
+    return cudnn::execute(kName, *plan, *c.ctx, pointers, c.stream, what);
+  }
+};
+
 // Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
 // Tuned, a convolution that is one matrix product offers cuBLAS's GEMM
-// beside cuDNN's engines (conv_gemm.h): decided when its plan is built.
+// beside cuDNN's engines (conv_gemm.h), and one of few input channels the
+// same convolution on padded channels (conv_pad_channels.h): decided when
+// its plan is built, which names the one it offered.
 aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int device, const StreamRef& stream) {
   cudnn::Context* ctx = nullptr;
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
   const std::string key = key_of(s);
+  conv_layout::MatmulShape product;
+  Spec padded;
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
-                               // Tuned (AOTIRT_CUDNN_TUNE=1 or wide), a convolution that is one
-                               // matrix product also times cuBLAS's GEMM of it.
                                cudnn::Tuning tuning;
                                const bool tune = cudnn::tuning_for(kName, *ctx, key, &tuning);
-                               conv_layout::MatmulShape product;
                                if (tune && matmul_of(s, &product) && gemm_offered(product))
                                  tuning.alternative = kGemmEngine;
+                               else if (tune && padded_spec(s, &padded))
+                                 tuning.alternative = kPaddedChannelsEngine;
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
@@ -269,11 +336,17 @@ aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int devi
                                        plan->declined + ")");
   std::unordered_map<int64_t, void*> pointers = {
       {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
-  if (!plan->has_alternative) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
-  GemmCall call{s, {}, x, w, y, device, stream};
-  matmul_of(s, &call.product);  // true: the plan was built with the GEMM offered
-  const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
-  return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &gemm);
+  if (plan->alternative.empty()) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
+  if (plan->alternative == kGemmEngine) {
+    matmul_of(s, &product);  // true: the plan was built with the GEMM offered
+    GemmCall call{s, product, x, w, y, device, stream};
+    const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
+    return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &gemm);
+  }
+  padded_spec(s, &padded);  // true: the plan was built with the padded convolution offered
+  PaddedCall call{padded, s.x.sizes[1], ctx, x, w, y, device, stream};
+  const cudnn::Alternative padding{kPaddedChannelsEngine, &PaddedCall::run, &call};
+  return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &padding);
 }
 
 // The convolution of a checked call: the output laid out as torch lays it

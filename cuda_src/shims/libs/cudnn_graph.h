@@ -76,7 +76,7 @@ inline void finalize(std::unique_ptr<fe::graph::Graph> graph, Handle handle,
   // (for a call that does not offer it), nothing is measured.
   bool alternative_recorded = false;
   if (tuning) {
-    plan->has_alternative = !tuning->alternative.empty();
+    plan->alternative = tuning->alternative;
     const std::string recorded = tuning::recorded(tuning->file, tuning->key);
     alternative_recorded = !recorded.empty() && recorded == tuning->alternative;
     if (!recorded.empty() && !alternative_recorded &&

@@ -50,7 +50,7 @@ struct GraphPlan : Cached {
   mutable int64_t chosen = -1;
   mutable std::vector<Timing> timings;  // the engines to measure; their events once queued
   mutable bool queued = false;
-  bool has_alternative = false;         // built for a shim that offers one (Tuning::alternative)
+  std::string alternative;              // the one a shim offered when it was built (Tuning::alternative), or ""
   mutable bool final_round = false;     // timings are the finalists, measured again (cudnn_measure.h)
   mutable size_t candidates = 0;        // how many the first round measured
   std::string tuning_file, key;         // where the choice of `key` is recorded
@@ -64,10 +64,12 @@ struct GraphPlan : Cached {
 };
 
 // A way to run a tuned key other than cuDNN's engines (a 1x1
-// convolution's cuBLAS GEMM, conv_gemm.h): measured beside them, and chosen
+// convolution's cuBLAS GEMM, conv_gemm.h; a few-channel convolution on
+// padded channels, conv_pad_channels.h): measured beside them, and chosen
 // and recorded under its name like one of them. The shim makes one per call
-// of a key whose plan has_alternative: `run(call)` runs it with that call's
-// operands (a function and a pointer, so that making one allocates nothing).
+// of a key whose plan names an alternative: `run(call)` runs it with that
+// call's operands (a function and a pointer, so that making one allocates
+// nothing).
 struct Alternative {
   const char* name;
   aotirt_status (*run)(const void* call);
