@@ -132,17 +132,24 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
         {IMPORT_PATHS}
         import numpy as np
         from support import conv_shims as t
-        from support.shims import dense, read
+        from support.shims import dense, read, view
         rng = np.random.default_rng(0)
         x, _ = dense(rng.standard_normal((2, 16, 14, 14)), "cuda:0", "float16")
         w, _ = dense(rng.standard_normal((32, 16, 3, 3)), "cuda:0", "float16")
+        # A stem, channels-last: its padded-channels candidate is measured too.
+        stem_x, _ = view(rng.standard_normal(2 * 3 * 32 * 32), (2, 3, 32, 32), (3072, 1, 96, 3), 0, "cuda:0",
+                         "float16")
+        stem_w, _ = view(rng.standard_normal(8 * 3 * 3 * 3), (8, 3, 3, 3), (27, 1, 9, 3), 0, "cuda:0", "float16")
     """, body="""
         for _ in range(20):          # the first measures, a later one chooses
             status, out = t.conv(x, w, padding=(1,))
             assert status == 0
+            status, stem = t.conv(stem_x, stem_w, stride=(2,), padding=(1,))
+            assert status == 0
         read(out)
+        read(stem)
     """)
-    assert {name: n for name, n in counts.items() if n} == {"cudaStreamSynchronize": 1}, counts
+    assert {name: n for name, n in counts.items() if n} == {"cudaStreamSynchronize": 2}, counts  # the two reads
 
 
 # 1x1 convolutions, channels-last, that are one matrix product each
