@@ -276,3 +276,58 @@ def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_
         want = np.load(plain / f"{name}-0.npy").astype(np.float64)
         for call in range(3):
             assert relative_error(np.load(padded / f"{name}-{call}.npy"), want) < bound, (name, call)
+
+
+# Whisper's front end: 1-D convolutions on contiguous operands, as Inductor
+# leaves them (conv_alternatives.h's channels-last route), in float32
+# (TF32) and float16.
+FRONT_END = IMPORT_PATHS + """
+import numpy as np
+from support import conv_shims as t
+from support.shims import dense, read
+rng = np.random.default_rng(3)
+for name, dtype, x_shape, w_shape, stride in (("conv1", "float32", (1, 80, 3000), (384, 80, 3), 1),
+                                              ("conv2", "float16", (1, 384, 3000), (384, 384, 3), 2)):
+    x = dense(rng.standard_normal(x_shape), "cuda:0", dtype)[0]
+    w = dense(rng.standard_normal(w_shape) / np.sqrt(w_shape[1] * 3), "cuda:0", dtype)[0]
+    for call in range(3):
+        status, out = t.conv(x, w, stride=(stride,), padding=(1,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+
+
+def run_front_end(tmp_path, name, **env):
+    out = tmp_path / name
+    out.mkdir()
+    proc = run_python(FRONT_END.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
+    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
+    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
+
+
+def test_a_contiguous_convolution_times_channels_last_copies_and_a_recorded_route_runs_right(tmp_path):
+    """Tuned, each contiguous 1-D convolution also times the same one on
+    channels-last copies of its operands (its result copied back); a record
+    naming it makes the next process run it, with the heuristics' engine's
+    results."""
+    import numpy as np
+
+    plain, _ = run_front_end(tmp_path, "plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run_front_end(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cudnn_channels_last" in ln]
+    assert len(timed) == 2 and not any("cudnn_channels_last" in ln and "leaves out" in ln for ln in log), \
+        "\n".join(log)
+
+    (path,) = [cache / name for name in os.listdir(cache)]
+    lines = path.read_text().splitlines()
+    assert len(lines) == 2, lines
+    path.write_text("".join(line.split("\t")[0] + "\tcudnn_channels_last\n" for line in lines))
+    route, log = run_front_end(tmp_path, "route", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cudnn_channels_last (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
+    for name, bound in (("conv1", 5e-3), ("conv2", 2e-2)):
+        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
+        for call in range(3):
+            assert relative_error(np.load(route / f"{name}-{call}.npy"), want) < bound, (name, call)

@@ -24,7 +24,9 @@
 // calls only execute them, with the workspace from the stream-ordered pool.
 // With AOTIRT_CUDNN_TUNE=1 (or wide) the engine is the heuristics' unless
 // one measured on this kind of device beats it by more than the noise,
-// recorded on disk (shims/libs/cudnn_tuning.h).
+// recorded on disk (shims/libs/cudnn_tuning.h); the measurement also times
+// the one alternative way of running the convolution that fits its shape,
+// if any (conv_alternatives.h). What a plan depends on: conv_spec.h.
 // Nothing here waits for the GPU.
 
 #include <cstdint>
@@ -42,11 +44,11 @@
 #include "aotirt/shim.h"
 #include "shims/convolution/conv_bias.h"
 #include "shims/convolution/conv_entry.h"
-#include "shims/convolution/conv_gemm.h"
 #include "shims/convolution/conv_layout.h"
-#include "shims/convolution/conv_pad_channels.h"
+#include "shims/convolution/conv_spec.h"
 
 #if defined(AOTIRT_HAVE_CUDNN)
+#include "shims/convolution/conv_alternatives.h"
 #include "shims/libs/cudnn_graph.h"
 #endif
 
@@ -54,15 +56,7 @@ namespace aotirt {
 namespace conv_cuda {
 namespace {
 
-constexpr const char* kName = "aoti_torch_cuda_convolution";
-
 aotirt_status bad(const std::string& what) { return fail(AOTIRT_ERROR_VALUE, std::string(kName) + ": " + what); }
-
-std::string list(int64_t n, const int64_t* v) {
-  std::string s = "[";
-  for (int64_t i = 0; i < n; ++i) s += (i ? ", " : "") + std::to_string(v[i]);
-  return s + "]";
-}
 
 aotirt_status require_cuda(const Tensor& t, const char* what, int32_t device) {
   if (t.storage && t.storage->device_type == AOTIRT_DEVICE_CUDA && t.storage->device_index == device)
@@ -74,108 +68,7 @@ aotirt_status require_cuda(const Tensor& t, const char* what, int32_t device) {
 
 #if defined(AOTIRT_HAVE_CUDNN)
 
-// An operand as cuDNN sees it: 4- or 5-D (a 1-D convolution's [N, C, L]
-// becomes [N, C, 1, L], as torch's unsqueeze(2) makes it).
-struct View {
-  int64_t ndim = 0;
-  int64_t sizes[5] = {};
-  int64_t strides[5] = {};
-};
-
-View view_of(const Tensor& t) {
-  View v;
-  if (t.ndim == 3) {
-    v.ndim = 4;
-    conv_layout::unsqueeze2(t.sizes, t.strides, v.sizes, v.strides);
-    return v;
-  }
-  v.ndim = t.ndim;
-  for (int64_t d = 0; d < t.ndim; ++d) {
-    v.sizes[d] = t.sizes[d];
-    v.strides[d] = t.strides[d];
-  }
-  return v;
-}
-
-// The dense strides of `format` for v's sizes, and whether v already has them
-// (a dimension of size 1 may have any stride: it addresses the same memory).
-bool packed_as(const View& v, conv_layout::Format format, int64_t* strides) {
-  conv_layout::format_strides(v.ndim, v.sizes, format, strides);
-  for (int64_t d = 0; d < v.ndim; ++d)
-    if (v.sizes[d] > 1 && v.strides[d] != strides[d]) return false;
-  return true;
-}
-
-// cudnn-frontend tells cuDNN every operand is 16-byte aligned (its
-// Tensor_attributes default, which engines are chosen for; 1.32 refuses to
-// execute with a pointer that is not, older ones hand it to such an engine). Pool memory always
-// is; a view at an odd offset is copied (torch instead keys its plans on
-// each pointer's alignment).
-bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
-
-// A new tensor of t's sizes and dtype with `strides` (of a view: 4-D for a
-// 3-D t, whose unit dimension 2 is dropped), dense, ordered on `stream`.
-aotirt_status scratch(const Tensor& t, const int64_t* strides, const StreamRef& stream, Tensor* out) {
-  Tensor s;
-  s.ndim = t.ndim;
-  s.dtype = t.dtype;
-  for (int64_t d = 0; d < t.ndim; ++d) {
-    s.sizes[d] = t.sizes[d];
-    s.strides[d] = t.ndim == 3 ? strides[d < 2 ? d : 3] : strides[d];
-  }
-  AOTIRT_TRY(allocate_storage(static_cast<size_t>(t.numel()) * t.itemsize(), AOTIRT_DEVICE_CUDA,
-                              t.storage->device_index, stream, &s.storage));
-  s.stream = stream;
-  *out = std::move(s);
-  return AOTIRT_OK;
-}
-
-// Everything a plan depends on, as cuDNN sees it.
-struct Spec {
-  bool transposed = false;
-  int32_t dtype = 6;
-  bool tf32 = false;
-  View x, w, y;  // input, weight, output (the data gradient's dy, w, dx when transposed)
-  int64_t spatial = 0;  // of the views: 2 or 3
-  int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
-};
-
-std::string describe(const Spec& s) {
-  std::string text = std::string(s.transposed ? "transposed " : "") + dtype_name(s.dtype) + " convolution, input " +
-                     list(s.x.ndim, s.x.sizes) + " strides " + list(s.x.ndim, s.x.strides) + ", weight " +
-                     list(s.w.ndim, s.w.sizes) + " strides " + list(s.w.ndim, s.w.strides) + ", output " +
-                     list(s.y.ndim, s.y.sizes) + " strides " + list(s.y.ndim, s.y.strides) + ", stride " +
-                     list(s.spatial, s.stride) + ", padding " + list(s.spatial, s.padding) + ", dilation " +
-                     list(s.spatial, s.dilation);
-  if (s.dtype == 6) text += s.tf32 ? ", TF32 allowed" : ", no TF32";
-  return text;
-}
-
-void append(std::string* key, int64_t v) { key->append(reinterpret_cast<const char*>(&v), sizeof(v)); }
-
-std::string key_of(const Spec& s) {
-  std::string key = "conv";
-  append(&key, s.transposed);
-  append(&key, s.dtype);
-  append(&key, s.dtype == 6 && s.tf32);
-  for (const View* v : {&s.x, &s.w, &s.y}) {
-    append(&key, v->ndim);
-    for (int64_t d = 0; d < v->ndim; ++d) {
-      append(&key, v->sizes[d]);
-      append(&key, v->strides[d]);
-    }
-  }
-  for (int64_t d = 0; d < s.spatial; ++d) {
-    append(&key, s.stride[d]);
-    append(&key, s.padding[d]);
-    append(&key, s.dilation[d]);
-  }
-  return key;
-}
-
 namespace fe = cudnn_frontend;
-
-enum Uid : int64_t { kX = 1, kW = 2, kY = 3 };
 
 fe::DataType_t data_type(int32_t dtype) {
   switch (dtype) {
@@ -186,6 +79,8 @@ fe::DataType_t data_type(int32_t dtype) {
 }
 
 std::vector<int64_t> vec(int64_t n, const int64_t* v) { return std::vector<int64_t>(v, v + n); }
+
+}  // namespace
 
 // The graph of `s`: one conv_fprop node, or conv_dgrad for a transposed
 // convolution; float math; TF32 and down-converting engines deselected as
@@ -223,130 +118,31 @@ void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudn
   cudnn::finalize(std::move(graph), ctx.handle, deselected, plan, tuning);
 }
 
-// The product of a convolution that is one (conv_layout::as_matmul); false
-// for one that is not.
-bool matmul_of(const Spec& s, conv_layout::MatmulShape* product) {
-  return conv_layout::as_matmul(s.x.ndim, s.x.sizes, s.x.strides, s.w.sizes, s.w.strides, s.y.sizes, s.y.strides,
-                                s.stride, s.padding, s.transposed, product);
-}
+namespace {
 
-// One call's cuBLAS GEMM (conv_gemm.h), as the tuning's alternative runs it.
-struct GemmCall {
-  const Spec& s;
-  conv_layout::MatmulShape product;
-  const void *x, *w;
-  void* y;
-  int device;
-  const StreamRef& stream;
-  static aotirt_status run(const void* call) {
-    const GemmCall& c = *static_cast<const GemmCall*>(call);
-    return run_gemm(kName, c.product, c.s.dtype, c.s.tf32, c.x, c.w, c.y, c.device, c.stream);
-  }
-};
-
-// The convolution of `s` with its input's and weight's channels padded to
-// 16-byte rows (conv_pad_channels.h), for a single-group, non-transposed
-// 2-D (or 1-D) convolution of few input channels whose operands are all
-// channels-last (Inductor hands a stem so: a 1-D convolution of one
-// channel is left contiguous, and keeps its planes); false for any other.
-bool padded_spec(const Spec& s, Spec* padded) {
-  const int64_t channels = s.x.sizes[1];
-  const int64_t to = padded_channels(channels, dtype_itemsize(s.dtype));
-  int64_t packed[5];
-  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
-      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
-      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
-      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
-    return false;
-  *padded = s;
-  for (View* v : {&padded->x, &padded->w}) {
-    v->sizes[1] = to;
-    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
-  }
-  return true;
-}
-
-// One call's padded convolution, as the tuning's alternative runs it: the
-// input and the weight padded into pool memory, then the padded problem's
-// own plan (cuDNN's heuristics' engine for it, built by the measurement's
-// first run, an eager one).
-struct PaddedCall {
-  const Spec& padded;
-  int64_t channels;  // the call's own, before padding
-  cudnn::Context* ctx;
-  const void *x, *w;
-  void* y;
-  int device;
-  const StreamRef& stream;
-  static aotirt_status run(const void* call) {
-    const PaddedCall& c = *static_cast<const PaddedCall*>(call);
-    const Spec& p = c.padded;
-    auto what = [&] { return describe(p) + " (input channels padded)"; };
-    const cudnn::GraphPlan* plan = nullptr;
-    AOTIRT_TRY(cudnn::plan_for(kName, *c.ctx, c.stream->handle, "padded" + key_of(p), what,
-                               [&](cudnn::GraphPlan* made) { build(p, *c.ctx, nullptr, made); }, &plan));
-    if (!plan->declined.empty())
-      return fail(AOTIRT_ERROR_AOTI, std::string(kName) + ": cuDNN has no way to run the " + what() + " (" +
-                                         plan->declined + ")");
-    const size_t item = dtype_itemsize(p.dtype);
-    const int64_t to = p.x.sizes[1];
-    // Channels-last: the input is N * H * W rows of its channels, the weight K * kh * kw.
-    const int64_t x_rows = p.x.sizes[0] * p.x.sizes[2] * p.x.sizes[3];
-    const int64_t w_rows = p.w.sizes[0] * p.w.sizes[2] * p.w.sizes[3];
-    StorageRef x_padded, w_padded;  // freed stream-ordered, after the convolution
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(x_rows * to) * item, AOTIRT_DEVICE_CUDA, c.device, c.stream,
-                                &x_padded));
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(w_rows * to) * item, AOTIRT_DEVICE_CUDA, c.device, c.stream,
-                                &w_padded));
-    AOTIRT_TRY(pad_channels({c.x, x_padded->data, x_rows}, {c.w, w_padded->data, w_rows}, c.channels, to, item,
-                            c.stream->handle));
-    std::unordered_map<int64_t, void*> pointers = {{kX, x_padded->data}, {kW, w_padded->data}, {kY, c.y}};
-    return cudnn::execute(kName, *plan, *c.ctx, pointers, c.stream, what);
-  }
-};
-
-// Runs the convolution of `s` from `x` and `w` into `y`, queued on `stream`.
-// Tuned, a convolution that is one matrix product offers cuBLAS's GEMM
-// beside cuDNN's engines (conv_gemm.h), and one of few input channels the
-// same convolution on padded channels (conv_pad_channels.h): decided when
-// its plan is built, which names the one it offered.
-aotirt_status run(const Spec& s, const void* x, const void* w, void* y, int device, const StreamRef& stream) {
+// Runs the convolution of `s` on `ops` (whose data cuDNN reads and writes
+// as they are), queued on `stream`. A tuned plan offers the alternative to
+// cuDNN's engines that fits the convolution, if any (conv_alternatives.h).
+aotirt_status run(const Spec& s, const Operands& ops, int device, const StreamRef& stream) {
   cudnn::Context* ctx = nullptr;
   AOTIRT_TRY(cudnn::thread_context(kName, device, stream->handle, &ctx));
   auto what = [&] { return describe(s); };
   const cudnn::GraphPlan* plan = nullptr;
   const std::string key = key_of(s);
-  conv_layout::MatmulShape product;
-  Spec padded;
   AOTIRT_TRY(cudnn::plan_for(kName, *ctx, stream->handle, key, what,
                              [&](cudnn::GraphPlan* made) {
                                cudnn::Tuning tuning;
                                const bool tune = cudnn::tuning_for(kName, *ctx, key, &tuning);
-                               if (tune && matmul_of(s, &product) && gemm_offered(product))
-                                 tuning.alternative = kGemmEngine;
-                               else if (tune && padded_spec(s, &padded))
-                                 tuning.alternative = kPaddedChannelsEngine;
+                               if (tune) tuning.alternative = offered_alternative(s);
                                build(s, *ctx, tune ? &tuning : nullptr, made);
                              },
                              &plan));
   if (!plan->declined.empty())
     return fail(AOTIRT_ERROR_AOTI, std::string(kName) + ": cuDNN has no way to run this " + describe(s) + " (" +
                                        plan->declined + ")");
-  std::unordered_map<int64_t, void*> pointers = {
-      {kX, const_cast<void*>(x)}, {kW, const_cast<void*>(w)}, {kY, y}};
+  std::unordered_map<int64_t, void*> pointers = {{kX, ops.x->data()}, {kW, ops.w->data()}, {kY, ops.y->data()}};
   if (plan->alternative.empty()) return cudnn::execute(kName, *plan, *ctx, pointers, stream, what);
-  if (plan->alternative == kGemmEngine) {
-    matmul_of(s, &product);  // true: the plan was built with the GEMM offered
-    GemmCall call{s, product, x, w, y, device, stream};
-    const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
-    return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &gemm);
-  }
-  padded_spec(s, &padded);  // true: the plan was built with the padded convolution offered
-  PaddedCall call{padded, s.x.sizes[1], ctx, x, w, y, device, stream};
-  const cudnn::Alternative padding{kPaddedChannelsEngine, &PaddedCall::run, &call};
-  return cudnn::execute(kName, *plan, *ctx, pointers, stream, what, &padding);
+  return execute_offering(*plan, *ctx, s, ops, pointers, stream);
 }
 
 // The convolution of a checked call: the output laid out as torch lays it
@@ -391,29 +187,27 @@ aotirt_status compute(const Tensor* input, const Tensor* weight, const Tensor* b
   }
   // Every operand in the backend's format: copies of those laid out otherwise.
   Tensor x_copy, w_copy, y_scratch;
-  const void* x = input->data();
-  const void* w = weight->data();
-  void* y = output->data();
+  Operands ops{input, weight, output.get()};
   int64_t packed[5];
-  if (!packed_as(s.x, format, packed) || !aligned(x)) {
+  if (!packed_as(s.x, format, packed) || !aligned(input->data())) {
     AOTIRT_TRY(scratch(*input, packed, stream, &x_copy));
     AOTIRT_TRY(copy_device_to_device(x_copy, *input, stream.get()));
-    x = x_copy.data();
+    ops.x = &x_copy;
   }
   std::memcpy(s.x.strides, packed, sizeof(packed));
-  if (!packed_as(s.w, format, packed) || !aligned(w)) {
+  if (!packed_as(s.w, format, packed) || !aligned(weight->data())) {
     AOTIRT_TRY(scratch(*weight, packed, stream, &w_copy));
     AOTIRT_TRY(copy_device_to_device(w_copy, *weight, stream.get()));
-    w = w_copy.data();
+    ops.w = &w_copy;
   }
   std::memcpy(s.w.strides, packed, sizeof(packed));
-  const bool y_packed = packed_as(s.y, format, packed) && aligned(y);
+  const bool y_packed = packed_as(s.y, format, packed) && aligned(output->data());
   if (!y_packed) {
     AOTIRT_TRY(scratch(*output, packed, stream, &y_scratch));
-    y = y_scratch.data();
+    ops.y = &y_scratch;
   }
   std::memcpy(s.y.strides, packed, sizeof(packed));
-  AOTIRT_TRY(run(s, x, w, y, device, stream));
+  AOTIRT_TRY(run(s, ops, device, stream));
   if (!y_packed) AOTIRT_TRY(copy_device_to_device(*output, y_scratch, stream.get()));
   if (bias) AOTIRT_TRY(add_channel_bias(*output, *bias, stream.get()));
   *ret = output.release();

@@ -63,9 +63,9 @@ struct GraphPlan : Cached {
   }
 };
 
-// A way to run a tuned key other than cuDNN's engines (a 1x1
-// convolution's cuBLAS GEMM, conv_gemm.h; a few-channel convolution on
-// padded channels, conv_pad_channels.h): measured beside them, and chosen
+// A way to run a tuned key other than cuDNN's engines (a convolution's,
+// conv_alternatives.h: cuBLAS's GEMM for a 1x1 one, padded channels for an
+// RGB stem, channels-last copies for a 1-D one): measured beside them, and chosen
 // and recorded under its name like one of them. The shim makes one per call
 // of a key whose plan names an alternative: `run(call)` runs it with that
 // call's operands (a function and a pointer, so that making one allocates

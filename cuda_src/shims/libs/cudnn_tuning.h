@@ -5,9 +5,9 @@
 // runs that one (torch.backends.cudnn.benchmark is off by default). With
 // tuning on, the first call of a plan key builds every engine the
 // heuristics list (in the wide mode also the configurations one knob away
-// from them; for a 1x1 channels-last convolution also cuBLAS's GEMM, for a
-// few-channel one the same convolution on padded channels: "alternatives"
-// in cudnn_plan.h) and queues their measurement on the
+// from them; for some convolutions one other way of running them, such as
+// cuBLAS's GEMM for a 1x1 channels-last one: an "alternative", cudnn_plan.h
+// and conv_alternatives.h) and queues their measurement on the
 // stream ahead of the call's own run (the call's result is still the
 // heuristics' engine's): each candidate once untimed (its first launch
 // loads its kernels), then each behind a short GPU hold (gpu_hold.h)

@@ -1,0 +1,188 @@
+// conv_alternatives.h: the tuning's alternatives to cuDNN's engines.
+
+#include "shims/convolution/conv_alternatives.h"
+
+#if defined(AOTIRT_HAVE_CUDNN)
+
+#include <cstring>
+#include <string>
+
+#include "runtime/copy.h"
+#include "runtime/errors.h"
+#include "shims/convolution/conv_gemm.h"
+#include "shims/convolution/conv_pad_channels.h"
+#include "shims/libs/cudnn_graph.h"
+
+namespace aotirt {
+namespace conv_cuda {
+namespace {
+
+constexpr const char* kChannelsLastEngine = "cudnn_channels_last";
+
+// The plan of `p`, another convolution an alternative runs instead of the
+// call's own: cuDNN's heuristics' engine for it, cached under its own key
+// and built by the alternative's first run, which is the measurement's (an
+// eager call: never during a capture).
+aotirt_status side_plan(cudnn::Context& ctx, const StreamRef& stream, const Spec& p, const char* kind,
+                        const cudnn::GraphPlan** out) {
+  auto what = [&] { return describe(p) + " (" + kind + ")"; };
+  AOTIRT_TRY(cudnn::plan_for(kName, ctx, stream->handle, std::string(kind) + key_of(p), what,
+                             [&](cudnn::GraphPlan* made) { build(p, ctx, nullptr, made); }, out));
+  if (!(*out)->declined.empty())
+    return fail(AOTIRT_ERROR_AOTI,
+                std::string(kName) + ": cuDNN has no way to run the " + what() + " (" + (*out)->declined + ")");
+  return AOTIRT_OK;
+}
+
+// cublas_gemm: one call's GEMM (conv_gemm.h).
+struct GemmCall {
+  const Spec& s;
+  conv_layout::MatmulShape product;
+  const Operands& ops;
+  int device;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const GemmCall& c = *static_cast<const GemmCall*>(call);
+    return run_gemm(kName, c.product, c.s.dtype, c.s.tf32, c.ops.x->data(), c.ops.w->data(), c.ops.y->data(),
+                    c.device, c.stream);
+  }
+};
+
+// cudnn_padded_channels: `s` with its input's and weight's channels padded
+// to 16-byte rows, for a single-group, non-transposed 2-D (or 1-D)
+// convolution of few input channels whose operands are all channels-last
+// (Inductor hands a stem so; a 1-D convolution of one channel is left
+// contiguous: the next alternative's); false for any other.
+bool padded_spec(const Spec& s, Spec* padded) {
+  const int64_t channels = s.x.sizes[1];
+  const int64_t to = padded_channels(channels, dtype_itemsize(s.dtype));
+  int64_t packed[5];
+  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
+      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
+      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
+      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
+    return false;
+  *padded = s;
+  for (View* v : {&padded->x, &padded->w}) {
+    v->sizes[1] = to;
+    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
+  }
+  return true;
+}
+
+// One call of it: input and weight padded into pool memory (every call:
+// the weight may change between calls), then the padded plan.
+struct PaddedCall {
+  const Spec& padded;
+  int64_t channels;  // the call's own, before padding
+  cudnn::Context& ctx;
+  const Operands& ops;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const PaddedCall& c = *static_cast<const PaddedCall*>(call);
+    const Spec& p = c.padded;
+    const cudnn::GraphPlan* plan = nullptr;
+    AOTIRT_TRY(side_plan(c.ctx, c.stream, p, "input channels padded", &plan));
+    const size_t item = dtype_itemsize(p.dtype);
+    const int64_t to = p.x.sizes[1];
+    // Channels-last: the input is N * H * W rows of its channels, the weight K * kh * kw.
+    const int64_t x_rows = p.x.sizes[0] * p.x.sizes[2] * p.x.sizes[3];
+    const int64_t w_rows = p.w.sizes[0] * p.w.sizes[2] * p.w.sizes[3];
+    StorageRef x_padded, w_padded;  // freed stream-ordered, after the convolution
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(x_rows * to) * item, AOTIRT_DEVICE_CUDA, c.ctx.device, c.stream,
+                                &x_padded));
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(w_rows * to) * item, AOTIRT_DEVICE_CUDA, c.ctx.device, c.stream,
+                                &w_padded));
+    AOTIRT_TRY(pad_channels({c.ops.x->data(), x_padded->data, x_rows}, {c.ops.w->data(), w_padded->data, w_rows},
+                            c.channels, to, item, c.stream->handle));
+    std::unordered_map<int64_t, void*> pointers = {
+        {kX, x_padded->data}, {kW, w_padded->data}, {kY, c.ops.y->data()}};
+    return cudnn::execute(kName, *plan, c.ctx, pointers, c.stream, [&] { return describe(p); });
+  }
+};
+
+// cudnn_channels_last: `s` with every operand channels-last, for one whose
+// operands are all contiguous (and where the two layouts differ); false for
+// any other.
+bool channels_last_spec(const Spec& s, Spec* cl) {
+  const conv_layout::Format format =
+      s.x.ndim == 4 ? conv_layout::Format::ChannelsLast : conv_layout::Format::ChannelsLast3d;
+  int64_t packed[5];
+  if (!packed_as(s.x, conv_layout::Format::Contiguous, packed) ||
+      !packed_as(s.w, conv_layout::Format::Contiguous, packed) ||
+      !packed_as(s.y, conv_layout::Format::Contiguous, packed))
+    return false;
+  *cl = s;
+  bool moved = false;
+  for (View* v : {&cl->x, &cl->w, &cl->y}) {
+    int64_t before[5];
+    std::memcpy(before, v->strides, sizeof(before));
+    conv_layout::format_strides(v->ndim, v->sizes, format, v->strides);
+    for (int64_t d = 0; d < v->ndim; ++d) moved = moved || (v->sizes[d] > 1 && v->strides[d] != before[d]);
+  }
+  return moved;
+}
+
+// One call of it: input and weight copied to channels-last scratch, the
+// channels-last plan into a scratch output, copied back into the call's.
+struct ChannelsLastCall {
+  const Spec& cl;
+  cudnn::Context& ctx;
+  const Operands& ops;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const ChannelsLastCall& c = *static_cast<const ChannelsLastCall*>(call);
+    const cudnn::GraphPlan* plan = nullptr;
+    AOTIRT_TRY(side_plan(c.ctx, c.stream, c.cl, "channels-last copies", &plan));
+    Tensor x, w, y;
+    AOTIRT_TRY(scratch(*c.ops.x, c.cl.x.strides, c.stream, &x));
+    AOTIRT_TRY(copy_device_to_device(x, *c.ops.x, c.stream.get()));
+    AOTIRT_TRY(scratch(*c.ops.w, c.cl.w.strides, c.stream, &w));
+    AOTIRT_TRY(copy_device_to_device(w, *c.ops.w, c.stream.get()));
+    AOTIRT_TRY(scratch(*c.ops.y, c.cl.y.strides, c.stream, &y));
+    std::unordered_map<int64_t, void*> pointers = {{kX, x.data()}, {kW, w.data()}, {kY, y.data()}};
+    AOTIRT_TRY(cudnn::execute(kName, *plan, c.ctx, pointers, c.stream, [&] { return describe(c.cl); }));
+    return copy_device_to_device(*c.ops.y, y, c.stream.get());
+  }
+};
+
+}  // namespace
+
+const char* offered_alternative(const Spec& s) {
+  conv_layout::MatmulShape product;
+  Spec other;
+  if (matmul_of(s, &product) && gemm_offered(product)) return kGemmEngine;
+  if (padded_spec(s, &other)) return kPaddedChannelsEngine;
+  if (channels_last_spec(s, &other)) return kChannelsLastEngine;
+  return "";
+}
+
+aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx, const Spec& s, const Operands& ops,
+                               std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream) {
+  auto what = [&] { return describe(s); };
+  Spec other;
+  if (plan.alternative == kGemmEngine) {
+    GemmCall call{s, {}, ops, ctx.device, stream};
+    matmul_of(s, &call.product);  // true: offered_alternative named it
+    const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
+    return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gemm);
+  }
+  if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, &other)) {
+    PaddedCall call{other, s.x.sizes[1], ctx, ops, stream};
+    const cudnn::Alternative padded{kPaddedChannelsEngine, &PaddedCall::run, &call};
+    return cudnn::execute(kName, plan, ctx, pointers, stream, what, &padded);
+  }
+  if (plan.alternative == kChannelsLastEngine && channels_last_spec(s, &other)) {
+    ChannelsLastCall call{other, ctx, ops, stream};
+    const cudnn::Alternative channels_last{kChannelsLastEngine, &ChannelsLastCall::run, &call};
+    return cudnn::execute(kName, plan, ctx, pointers, stream, what, &channels_last);
+  }
+  return cudnn::execute(kName, plan, ctx, pointers, stream, what);
+}
+
+}  // namespace conv_cuda
+}  // namespace aotirt
+
+#endif  // AOTIRT_HAVE_CUDNN

@@ -1,0 +1,49 @@
+// The tuning's alternatives to cuDNN's engines for a convolution
+// (AOTIRT_CUDNN_TUNE; cudnn_plan.h's Alternative): ways to run the same
+// convolution that a tuned key measures beside the engines and records
+// under their names where they win. Untuned runs never use them. One per
+// key, by the convolution's shape and layout:
+//  - cublas_gemm: a 1x1 channels-last convolution of stride 1 is one
+//    matrix product as it lies in memory (conv_gemm.h);
+//  - cudnn_padded_channels: a channels-last one of fewer input channels
+//    than fill 16 bytes (an RGB stem), on channels zero-padded to 16-byte
+//    rows (conv_pad_channels.h);
+//  - cudnn_channels_last: one whose operands are all contiguous (a 1-D
+//    convolution: Whisper's front end), on channels-last copies of them
+//    (cuDNN's tensor-core engines are channels-last ones), its result
+//    copied back.
+// Which one wins, if any, depends on the shape: measured, never assumed.
+#pragma once
+
+#if defined(AOTIRT_HAVE_CUDNN)
+
+#include <cstdint>
+#include <unordered_map>
+
+#include "aotirt/aotirt.h"
+#include "runtime/stream.h"
+#include "shims/convolution/conv_spec.h"
+#include "shims/libs/cudnn_plan.h"
+
+namespace aotirt {
+namespace conv_cuda {
+
+// Builds the cuDNN graph of `s` into `plan` (conv_cudnn.cpp): its engines
+// measured when `tuning` is given, else cuDNN's heuristics' choice.
+void build(const Spec& s, cudnn::Context& ctx, const cudnn::Tuning* tuning, cudnn::GraphPlan* plan);
+
+// The alternative a tuned plan of `s` offers beside cuDNN's engines: its
+// name, or "" for none. Decided once, when the plan is built (the plan
+// keeps the name: GraphPlan::alternative).
+const char* offered_alternative(const Spec& s);
+
+// Runs the tuned `plan` of `s` for one call (cudnn::execute, measuring
+// while the tuning measures), on `ops` (whose data are `pointers`' values),
+// with the alternative the plan names.
+aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx, const Spec& s, const Operands& ops,
+                               std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream);
+
+}  // namespace conv_cuda
+}  // namespace aotirt
+
+#endif  // AOTIRT_HAVE_CUDNN
