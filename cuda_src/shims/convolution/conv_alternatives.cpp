@@ -4,7 +4,6 @@
 
 #if defined(AOTIRT_HAVE_CUDNN)
 
-#include <cstring>
 #include <string>
 
 #include "runtime/copy.h"
@@ -48,32 +47,9 @@ struct GemmCall {
   }
 };
 
-// cudnn_padded_channels: `s` with its input's and weight's channels padded
-// to 16-byte rows, for a single-group, non-transposed 2-D (or 1-D)
-// convolution of few input channels whose operands are all channels-last
-// (Inductor hands a stem so; a 1-D convolution of one channel is left
-// contiguous: the next alternative's); false for any other.
-bool padded_spec(const Spec& s, Spec* padded) {
-  const int64_t channels = s.x.sizes[1];
-  const int64_t to = padded_channels(channels, dtype_itemsize(s.dtype));
-  int64_t packed[5];
-  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
-      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
-      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
-      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
-    return false;
-  *padded = s;
-  for (View* v : {&padded->x, &padded->w}) {
-    v->sizes[1] = to;
-    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
-  }
-  return true;
-}
-
-// One call of it: input and weight padded into pool memory (every call:
-// the weight may change between calls), then the padded plan.
+// cudnn_padded_channels (conv_view.h's padded_spec), one call of it: input
+// and weight padded into pool memory (every call: the weight may change
+// between calls), then the padded plan.
 struct PaddedCall {
   const Spec& padded;
   int64_t channels;  // the call's own, before padding
@@ -103,30 +79,9 @@ struct PaddedCall {
   }
 };
 
-// cudnn_channels_last: `s` with every operand channels-last, for one whose
-// operands are all contiguous (and where the two layouts differ); false for
-// any other.
-bool channels_last_spec(const Spec& s, Spec* cl) {
-  const conv_layout::Format format =
-      s.x.ndim == 4 ? conv_layout::Format::ChannelsLast : conv_layout::Format::ChannelsLast3d;
-  int64_t packed[5];
-  if (!packed_as(s.x, conv_layout::Format::Contiguous, packed) ||
-      !packed_as(s.w, conv_layout::Format::Contiguous, packed) ||
-      !packed_as(s.y, conv_layout::Format::Contiguous, packed))
-    return false;
-  *cl = s;
-  bool moved = false;
-  for (View* v : {&cl->x, &cl->w, &cl->y}) {
-    int64_t before[5];
-    std::memcpy(before, v->strides, sizeof(before));
-    conv_layout::format_strides(v->ndim, v->sizes, format, v->strides);
-    for (int64_t d = 0; d < v->ndim; ++d) moved = moved || (v->sizes[d] > 1 && v->strides[d] != before[d]);
-  }
-  return moved;
-}
-
-// One call of it: input and weight copied to channels-last scratch, the
-// channels-last plan into a scratch output, copied back into the call's.
+// cudnn_channels_last (conv_view.h's channels_last_spec), one call of it:
+// input and weight copied to channels-last scratch, the channels-last plan
+// into a scratch output, copied back into the call's.
 struct ChannelsLastCall {
   const Spec& cl;
   cudnn::Context& ctx;
@@ -154,7 +109,7 @@ const char* offered_alternative(const Spec& s) {
   conv_layout::MatmulShape product;
   Spec other;
   if (matmul_of(s, &product) && gemm_offered(product)) return kGemmEngine;
-  if (padded_spec(s, &other)) return kPaddedChannelsEngine;
+  if (padded_spec(s, dtype_itemsize(s.dtype), &other)) return kPaddedChannelsEngine;
   if (channels_last_spec(s, &other)) return kChannelsLastEngine;
   return "";
 }
@@ -169,7 +124,7 @@ aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx
     const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gemm);
   }
-  if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, &other)) {
+  if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, dtype_itemsize(s.dtype), &other)) {
     PaddedCall call{other, s.x.sizes[1], ctx, ops, stream};
     const cudnn::Alternative padded{kPaddedChannelsEngine, &PaddedCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &padded);

@@ -5,6 +5,7 @@
 #include <string>
 
 #include "runtime/errors.h"
+#include "shims/convolution/conv_view.h"
 
 namespace aotirt {
 namespace conv_cuda {

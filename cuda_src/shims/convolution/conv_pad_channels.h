@@ -33,16 +33,6 @@ namespace conv_cuda {
 // The candidate's name, in the tuning's debug log and its choices' file.
 constexpr const char* kPaddedChannelsEngine = "cudnn_padded_channels";
 
-// How many channels rows of `channels` elements of `itemsize` bytes are
-// padded to: the next multiple of 16 bytes, for fewer channels than fill
-// 16 bytes (1 to 3 of float32, 1 to 7 of float16 and bfloat16); 0 for any
-// other count, which the candidate does not take.
-inline int64_t padded_channels(int64_t channels, size_t itemsize) {
-  if (itemsize == 0 || 16 % itemsize != 0) return 0;
-  const int64_t row = static_cast<int64_t>(16 / itemsize);
-  return channels >= 1 && channels < row ? row : 0;
-}
-
 // One array to pad: `rows` rows of the call's channel count at `src`,
 // written as rows of the padded count at `dst` (zeros after the channels).
 struct PadRows {
@@ -51,13 +41,9 @@ struct PadRows {
   int64_t rows;
 };
 
-// Whether pad_channels takes `rows` rows of `padded` elements (its indices
-// are 32-bit).
-inline bool pad_fits(int64_t rows, int64_t padded) { return rows >= 0 && rows * padded <= INT32_MAX; }
-
 // Pads `first` and `second` (the input and the weight) in one launch,
 // queued on `stream`; elements of `itemsize` bytes (2 or 4), copied as
-// they are. Both must satisfy pad_fits.
+// they are. Both must satisfy pad_fits (conv_view.h).
 aotirt_status pad_channels(const PadRows& first, const PadRows& second, int64_t channels, int64_t padded,
                            size_t itemsize, cudaStream_t stream);
 

@@ -24,13 +24,6 @@ View view_of(const Tensor& t) {
   return v;
 }
 
-bool packed_as(const View& v, conv_layout::Format format, int64_t* strides) {
-  conv_layout::format_strides(v.ndim, v.sizes, format, strides);
-  for (int64_t d = 0; d < v.ndim; ++d)
-    if (v.sizes[d] > 1 && v.strides[d] != strides[d]) return false;
-  return true;
-}
-
 aotirt_status scratch(const Tensor& t, const int64_t* strides, const StreamRef& stream, Tensor* out) {
   Tensor s;
   s.ndim = t.ndim;

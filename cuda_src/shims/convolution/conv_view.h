@@ -1,0 +1,103 @@
+// A CUDA convolution as cuDNN sees it (its operands' views, what a plan
+// depends on), and the same convolution as the tuning's alternative ways of
+// running it see it (conv_alternatives.h): pure arithmetic on shapes (no
+// tensors, no CUDA), checked on the host by tests/shims/conv_view_check.cpp.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+
+#include "shims/convolution/conv_layout.h"
+
+namespace aotirt {
+namespace conv_cuda {
+
+// An operand as cuDNN sees it: 4- or 5-D (a 1-D convolution's [N, C, L]
+// becomes [N, C, 1, L], as torch's unsqueeze(2) makes it).
+struct View {
+  int64_t ndim = 0;
+  int64_t sizes[5] = {};
+  int64_t strides[5] = {};
+};
+
+// Everything a plan depends on, as cuDNN sees it.
+struct Spec {
+  bool transposed = false;
+  int32_t dtype = 6;
+  bool tf32 = false;
+  View x, w, y;  // input, weight, output (the data gradient's dy, w, dx when transposed)
+  int64_t spatial = 0;  // of the views: 2 or 3
+  int64_t stride[3] = {}, padding[3] = {}, dilation[3] = {};
+};
+
+// The dense strides of `format` for v's sizes, and whether v already has them
+// (a dimension of size 1 may have any stride: it addresses the same memory).
+inline bool packed_as(const View& v, conv_layout::Format format, int64_t* strides) {
+  conv_layout::format_strides(v.ndim, v.sizes, format, strides);
+  for (int64_t d = 0; d < v.ndim; ++d)
+    if (v.sizes[d] > 1 && v.strides[d] != strides[d]) return false;
+  return true;
+}
+
+// How many channels rows of `channels` elements of `itemsize` bytes are
+// padded to: the next multiple of 16 bytes, for fewer channels than fill
+// 16 bytes (1 to 3 of float32, 1 to 7 of float16 and bfloat16); 0 for any
+// other count, which the padded-channels alternative does not take.
+inline int64_t padded_channels(int64_t channels, size_t itemsize) {
+  if (itemsize == 0 || 16 % itemsize != 0) return 0;
+  const int64_t row = static_cast<int64_t>(16 / itemsize);
+  return channels >= 1 && channels < row ? row : 0;
+}
+
+// Whether `rows` rows of `padded` elements take 32-bit indices (the padding
+// kernel's, conv_pad_channels.h).
+inline bool pad_fits(int64_t rows, int64_t padded) { return rows >= 0 && padded > 0 && rows <= INT32_MAX / padded; }
+
+// `s` with its input's and weight's channels padded to 16-byte rows
+// (`itemsize` bytes an element), for a single-group, non-transposed 2-D
+// (or 1-D) convolution of few input channels whose operands are all
+// channels-last (Inductor hands an RGB stem so); false for any other.
+inline bool padded_spec(const Spec& s, size_t itemsize, Spec* padded) {
+  const int64_t channels = s.x.sizes[1];
+  const int64_t to = padded_channels(channels, itemsize);
+  int64_t packed[5];
+  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
+      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
+      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
+      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
+      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
+    return false;
+  *padded = s;
+  for (View* v : {&padded->x, &padded->w}) {
+    v->sizes[1] = to;
+    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
+  }
+  return true;
+}
+
+// `s` with every operand channels-last, for one whose operands are all
+// contiguous (a 1-D convolution, which Inductor leaves so) and where the
+// two layouts differ for some operand; false for any other.
+inline bool channels_last_spec(const Spec& s, Spec* cl) {
+  const conv_layout::Format format =
+      s.x.ndim == 4 ? conv_layout::Format::ChannelsLast : conv_layout::Format::ChannelsLast3d;
+  int64_t packed[5];
+  if (!packed_as(s.x, conv_layout::Format::Contiguous, packed) ||
+      !packed_as(s.w, conv_layout::Format::Contiguous, packed) ||
+      !packed_as(s.y, conv_layout::Format::Contiguous, packed))
+    return false;
+  *cl = s;
+  bool moved = false;
+  for (View* v : {&cl->x, &cl->w, &cl->y}) {
+    int64_t before[5];
+    std::memcpy(before, v->strides, sizeof(before));
+    conv_layout::format_strides(v->ndim, v->sizes, format, v->strides);
+    for (int64_t d = 0; d < v->ndim; ++d) moved = moved || (v->sizes[d] > 1 && v->strides[d] != before[d]);
+  }
+  return moved;
+}
+
+}  // namespace conv_cuda
+}  // namespace aotirt
