@@ -9,9 +9,12 @@
 //    than fill 16 bytes (an RGB stem), on channels zero-padded to 16-byte
 //    rows (conv_pad_channels.h);
 //  - cudnn_channels_last: one whose operands are all contiguous (a 1-D
-//    convolution: Whisper's front end), on channels-last copies of them
-//    (cuDNN's tensor-core engines are channels-last ones), its result
-//    copied back.
+//    convolution: Whisper's front end), on channels-last copies of them,
+//    its result copied back. Inductor (kernel/conv.py) leaves a CUDA 1-D
+//    convolution contiguous, with a TODO to check whether a channels-last
+//    2-D one would be faster, which it already does on Intel GPUs ("only
+//    conv2D can be converted to channel last layout, which have much better
+//    performance").
 // Which one wins, if any, depends on the shape: measured, never assumed.
 #pragma once
 
