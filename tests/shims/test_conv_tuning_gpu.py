@@ -45,10 +45,13 @@ print("CALLS OK")
 """
 
 
-def run(tmp_path, name, **env):
+def run(tmp_path, name, program=PROGRAM, **env):
+    """Runs `program` (each call's result saved in {OUT}, the folder `name`
+    made under tmp_path) with the debug log on; returns the folder and the
+    log's cuDNN lines."""
     out = tmp_path / name
     out.mkdir()
-    proc = run_python(PROGRAM.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
+    proc = run_python(program.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
     assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
     return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
 
@@ -59,6 +62,26 @@ def relative_error(a, b):
     return float(np.linalg.norm(a.astype(np.float64) - b) / np.linalg.norm(b))
 
 
+def record_everywhere(cache, choice):
+    """Makes `choice` the record of every key in the choices' file under
+    `cache`; returns how many keys it holds."""
+    (path,) = [cache / name for name in os.listdir(cache)]
+    lines = path.read_text().splitlines()
+    path.write_text("".join(line.split("\t")[0] + f"\t{choice}\n" for line in lines))
+    return len(lines)
+
+
+def assert_results_match(plain, folder, bounds):
+    """Each call's result in `folder` within its bound (relative) of the
+    untuned run's first, in `plain`; `bounds` is {name: bound}."""
+    import numpy as np
+
+    for name, bound in bounds.items():
+        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
+        for call in range(3):
+            assert relative_error(np.load(folder / f"{name}-{call}.npy"), want) < bound, (folder.name, name, call)
+
+
 MEASURED = re.compile(r"cuDNN tuning measured (\d+) engines for a (.+?): (kept|chose) ")
 ACCEPTED = re.compile(r"configurations and (\d+) of \d+ one knob away that cuDNN accepted")
 
@@ -66,8 +89,6 @@ ACCEPTED = re.compile(r"configurations and (\d+) of \d+ one knob away that cuDNN
 @pytest.mark.parametrize("mode, file_name", [("1", r"cudnn-tuned-v2-sm\d+-cudnn\d+\.tsv"),
                                              ("wide", r"cudnn-tuned-wide-v2-sm\d+-cudnn\d+\.tsv")])
 def test_measured_then_recorded_then_built_from_the_record(tmp_path, mode, file_name):
-    import numpy as np
-
     cache = str(tmp_path / "cache")
     plain, plain_log = run(tmp_path, "plain")
     assert not any("tuning" in ln for ln in plain_log), plain_log
@@ -99,12 +120,8 @@ def test_measured_then_recorded_then_built_from_the_record(tmp_path, mode, file_
     assert not any("tuning measured" in ln for ln in log), "\n".join(log)
     assert sum("tuned, recorded in" in ln for ln in log) == len(measured), "\n".join(log)
 
-    for name, bound in (("float32", 5e-3), ("float16", 2e-2), ("depthwise", 2e-2)):
-        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
-        for folder in (tuned, again):
-            for call in range(3):
-                got = np.load(folder / f"{name}-{call}.npy")
-                assert relative_error(got, want) < bound, (folder.name, name, call)
+    for folder in (tuned, again):
+        assert_results_match(plain, folder, {"float32": 5e-3, "float16": 2e-2, "depthwise": 2e-2})
 
 
 def test_the_wide_mode_measures_configurations_the_heuristics_do_not_list(tmp_path):
@@ -178,23 +195,13 @@ print("CALLS OK")
 """
 
 
-def run_pointwise(tmp_path, name, **env):
-    out = tmp_path / name
-    out.mkdir()
-    proc = run_python(POINTWISE.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
-    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
-    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
-
-
 def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_right(tmp_path):
     """Tuned, each 1x1 stride-1 convolution times cuBLAS's GEMM with cuDNN's
     engines (the strided one does not); a record naming the GEMM makes the
     next process run it, with the heuristics' engine's results."""
-    import numpy as np
-
-    plain, _ = run_pointwise(tmp_path, "plain")
+    plain, _ = run(tmp_path, program=POINTWISE, name="plain")
     cache = tmp_path / "cache"
-    _tuned, log = run_pointwise(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    _tuned, log = run(tmp_path, program=POINTWISE, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     timed = [ln for ln in log if "cuDNN tuning timed cublas_gemm" in ln]
     assert len(timed) == 3, "\n".join(log)                       # f32, f16, bias: not the strided one
     assert not any("leaves out engine cublas_gemm" in ln for ln in log), "\n".join(log)
@@ -202,16 +209,11 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
 
     # Every record the GEMM: the 1x1 stride-1 keys then run it from the start;
     # the strided key, which never offers it, measures again.
-    (path,) = [cache / name for name in os.listdir(cache)]
-    lines = path.read_text().splitlines()
-    path.write_text("".join(line.split("\t")[0] + "\tcublas_gemm\n" for line in lines))
-    gemm, log = run_pointwise(tmp_path, "gemm", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    record_everywhere(cache, "cublas_gemm")
+    gemm, log = run(tmp_path, program=POINTWISE, name="gemm", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     assert sum("cublas_gemm (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log if "stride [1, 1]" in ln), "\n".join(log)
-    for name, bound in (("f32", 5e-3), ("f16", 2e-2), ("bias", 5e-3), ("strided", 5e-3)):
-        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
-        for call in range(3):
-            assert relative_error(np.load(gemm / f"{name}-{call}.npy"), want) < bound, (name, call)
+    assert_results_match(plain, gemm, {"f32": 5e-3, "f16": 2e-2, "bias": 5e-3, "strided": 5e-3})
 
 
 # Convolutions of few input channels (conv_pad_channels.h): resnet's stem
@@ -240,24 +242,14 @@ print("CALLS OK")
 STEM_INPUTS = ("input [2, 3, 224, 224]", "input [2, 3, 64, 64]")
 
 
-def run_stems(tmp_path, name, **env):
-    out = tmp_path / name
-    out.mkdir()
-    proc = run_python(STEMS.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
-    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
-    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
-
-
 def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_runs_right(tmp_path):
     """Tuned, each channels-last convolution of three channels also times
     the same one on channels padded to 16-byte rows (the waveform's does
     not); a record naming it makes the next process run it (input and
     weight padded every call), with the heuristics' engine's results."""
-    import numpy as np
-
-    plain, _ = run_stems(tmp_path, "plain")
+    plain, _ = run(tmp_path, program=STEMS, name="plain")
     cache = tmp_path / "cache"
-    _tuned, log = run_stems(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    _tuned, log = run(tmp_path, program=STEMS, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     timed = [ln for ln in log if "cuDNN tuning timed cudnn_padded_channels" in ln]
     assert sorted(stem for ln in timed for stem in STEM_INPUTS if stem in ln) == sorted(STEM_INPUTS), "\n".join(log)
     assert len(timed) == 2 and not any("cudnn_padded_channels" in ln and "leaves out" in ln for ln in log), \
@@ -265,17 +257,12 @@ def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_
 
     # Every record the padding: the stems then run it from the start; the
     # waveform's key, which never offers it, measures again.
-    (path,) = [cache / name for name in os.listdir(cache)]
-    lines = path.read_text().splitlines()
-    path.write_text("".join(line.split("\t")[0] + "\tcudnn_padded_channels\n" for line in lines))
-    padded, log = run_stems(tmp_path, "padded", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    record_everywhere(cache, "cudnn_padded_channels")
+    padded, log = run(tmp_path, program=STEMS, name="padded", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     assert sum("cudnn_padded_channels (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log if any(stem in ln for stem in STEM_INPUTS)), \
         "\n".join(log)
-    for name, bound in (("resnet", 5e-3), ("mobilenet", 2e-2), ("waveform", 5e-3)):
-        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
-        for call in range(3):
-            assert relative_error(np.load(padded / f"{name}-{call}.npy"), want) < bound, (name, call)
+    assert_results_match(plain, padded, {"resnet": 5e-3, "mobilenet": 2e-2, "waveform": 5e-3})
 
 
 # Whisper's front end: 1-D convolutions on contiguous operands, as Inductor
@@ -298,36 +285,20 @@ print("CALLS OK")
 """
 
 
-def run_front_end(tmp_path, name, **env):
-    out = tmp_path / name
-    out.mkdir()
-    proc = run_python(FRONT_END.replace("{OUT}", str(out)), env={"AOTIRT_LOG": "debug", **env})
-    assert proc.returncode == 0 and "CALLS OK" in proc.stdout, proc.stdout + proc.stderr
-    return out, [ln for ln in proc.stderr.splitlines() if "cuDNN" in ln]
-
-
 def test_a_contiguous_convolution_times_channels_last_copies_and_a_recorded_route_runs_right(tmp_path):
     """Tuned, each contiguous 1-D convolution also times the same one on
     channels-last copies of its operands (its result copied back); a record
     naming it makes the next process run it, with the heuristics' engine's
     results."""
-    import numpy as np
-
-    plain, _ = run_front_end(tmp_path, "plain")
+    plain, _ = run(tmp_path, program=FRONT_END, name="plain")
     cache = tmp_path / "cache"
-    _tuned, log = run_front_end(tmp_path, "tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    _tuned, log = run(tmp_path, program=FRONT_END, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     timed = [ln for ln in log if "cuDNN tuning timed cudnn_channels_last" in ln]
     assert len(timed) == 2 and not any("cudnn_channels_last" in ln and "leaves out" in ln for ln in log), \
         "\n".join(log)
 
-    (path,) = [cache / name for name in os.listdir(cache)]
-    lines = path.read_text().splitlines()
-    assert len(lines) == 2, lines
-    path.write_text("".join(line.split("\t")[0] + "\tcudnn_channels_last\n" for line in lines))
-    route, log = run_front_end(tmp_path, "route", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert record_everywhere(cache, "cudnn_channels_last") == 2
+    route, log = run(tmp_path, program=FRONT_END, name="route", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     assert sum("cudnn_channels_last (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
-    for name, bound in (("conv1", 5e-3), ("conv2", 2e-2)):
-        want = np.load(plain / f"{name}-0.npy").astype(np.float64)
-        for call in range(3):
-            assert relative_error(np.load(route / f"{name}-{call}.npy"), want) < bound, (name, call)
+    assert_results_match(plain, route, {"conv1": 5e-3, "conv2": 2e-2})
