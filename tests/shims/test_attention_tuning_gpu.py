@@ -16,7 +16,7 @@ import pytest
 
 from support.gpu_shim_tests import IMPORT_PATHS
 from support.helpers import run_python
-from support.waits import count_waits, interposer_library
+from support.waits import waits_when_tuned
 
 pytestmark = pytest.mark.gpu
 
@@ -79,9 +79,7 @@ def test_tuned_attention_records_what_it_measured_and_builds_it_from_the_record(
 
 @pytest.mark.parametrize("mode", ["1", "wide"])
 def test_tuned_attention_never_waits(tmp_path, monkeypatch, mode):
-    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", mode)
-    monkeypatch.setenv("AOTIRT_CACHE", str(tmp_path / "cache"))
-    counts = count_waits(interposer_library(str(tmp_path)), setup=f"""
+    waits = waits_when_tuned(tmp_path, monkeypatch, mode, setup=f"""
         {IMPORT_PATHS}
         import numpy as np
         from support.attention_shims import cudnn, inputs
@@ -93,4 +91,4 @@ def test_tuned_attention_never_waits(tmp_path, monkeypatch, mode):
             result = cudnn(q, k, v).ok()
         read(result.out)
     """)
-    assert {name: n for name, n in counts.items() if n} == {"cudaStreamSynchronize": 1}, counts
+    assert waits == {"cudaStreamSynchronize": 1}, waits  # the read

@@ -17,7 +17,7 @@ import pytest
 
 from support.gpu_shim_tests import IMPORT_PATHS
 from support.helpers import run_python
-from support.waits import count_waits, interposer_library
+from support.waits import waits_when_tuned
 
 pytestmark = pytest.mark.gpu
 
@@ -143,17 +143,16 @@ def test_the_wide_mode_measures_configurations_the_heuristics_do_not_list(tmp_pa
 
 @pytest.mark.parametrize("mode", ["1", "wide"])
 def test_tuning_never_waits(tmp_path, monkeypatch, mode):
-    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", mode)
-    monkeypatch.setenv("AOTIRT_CACHE", str(tmp_path / "cache"))
-    counts = count_waits(interposer_library(str(tmp_path)), setup=f"""
+    waits = waits_when_tuned(tmp_path, monkeypatch, mode, setup=f"""
         {IMPORT_PATHS}
         import numpy as np
         from support import conv_shims as t
         from support.shims import dense, read, view
         rng = np.random.default_rng(0)
+        # Contiguous operands (the channels-last copies are measured beside
+        # cuDNN's engines), and a channels-last stem (so are padded channels).
         x, _ = dense(rng.standard_normal((2, 16, 14, 14)), "cuda:0", "float16")
         w, _ = dense(rng.standard_normal((32, 16, 3, 3)), "cuda:0", "float16")
-        # A stem, channels-last: its padded-channels candidate is measured too.
         stem_x, _ = view(rng.standard_normal(2 * 3 * 32 * 32), (2, 3, 32, 32), (3072, 1, 96, 3), 0, "cuda:0",
                          "float16")
         stem_w, _ = view(rng.standard_normal(8 * 3 * 3 * 3), (8, 3, 3, 3), (27, 1, 9, 3), 0, "cuda:0", "float16")
@@ -166,7 +165,7 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
         read(out)
         read(stem)
     """)
-    assert {name: n for name, n in counts.items() if n} == {"cudaStreamSynchronize": 2}, counts  # the two reads
+    assert waits == {"cudaStreamSynchronize": 2}, waits  # the two reads
 
 
 # 1x1 convolutions, channels-last, that are one matrix product each

@@ -45,3 +45,13 @@ def count_waits(library, body, setup=""):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("WAITS ")][-1]
     return json.loads(line[len("WAITS "):])
+
+
+def waits_when_tuned(tmp_path, monkeypatch, mode, setup, body):
+    """count_waits of `body` under AOTIRT_CUDNN_TUNE=mode with an empty
+    choices' cache (so the calls measure), the counter built under
+    `tmp_path`: only the functions called at least once."""
+    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", mode)
+    monkeypatch.setenv("AOTIRT_CACHE", str(tmp_path / "cache"))
+    counts = count_waits(interposer_library(str(tmp_path)), setup=setup, body=body)
+    return {name: n for name, n in counts.items() if n}
