@@ -21,18 +21,23 @@ from support.waits import waits_when_tuned
 
 pytestmark = pytest.mark.gpu
 
+# What every program below starts with: its imports, and nhwc(shape, dtype),
+# a random channels-last CUDA tensor drawn from the program's own `rng`.
+PRELUDE = IMPORT_PATHS + """
+import numpy as np
+from support import conv_shims as t
+from support.shims import dense, read, view
+def nhwc(shape, dtype):
+    n, c, h, w = shape
+    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
+"""
+
 # A resnet-style 3x3 convolution, channels-last as Inductor hands it, in
 # float32 (TF32 allowed, torch's default) and float16, and a mobilenet-style
 # depthwise one in float16; each result read back (the copy routine's
 # wait), so the second call finds the measurements done.
-PROGRAM = IMPORT_PATHS + """
-import numpy as np
-from support import conv_shims as t
-from support.shims import read, view
+PROGRAM = PRELUDE + """
 rng = np.random.default_rng(0)
-def nhwc(shape, dtype):
-    n, c, h, w = shape
-    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
 for name, dtype, x_shape, w_shape, groups in (("float32", "float32", (2, 64, 28, 28), (64, 64, 3, 3), 1),
                                               ("float16", "float16", (2, 64, 28, 28), (64, 64, 3, 3), 1),
                                               ("depthwise", "float16", (2, 32, 28, 28), (32, 1, 3, 3), 32)):
@@ -171,14 +176,8 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
 # 1x1 convolutions, channels-last, that are one matrix product each
 # (conv_layout::as_matmul): mobilenet_v2's shapes in float32 (TF32) and
 # float16, and a bias; then a strided 1x1 one, which is not.
-POINTWISE = IMPORT_PATHS + """
-import numpy as np
-from support import conv_shims as t
-from support.shims import dense, read, view
+POINTWISE = PRELUDE + """
 rng = np.random.default_rng(1)
-def nhwc(shape, dtype):
-    n, c, h, w = shape
-    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
 for name, dtype, x_shape, w_shape, stride, bias in (
         ("f32", "float32", (2, 24, 56, 56), (144, 24, 1, 1), 1, False),
         ("f16", "float16", (2, 576, 14, 14), (96, 576, 1, 1), 1, False),
@@ -219,14 +218,8 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
 # in float32 (TF32) and mobilenet's in float16, channels-last as Inductor
 # hands them, and a raw waveform's first layer (one channel, 1-D), whose
 # operands stay contiguous.
-STEMS = IMPORT_PATHS + """
-import numpy as np
-from support import conv_shims as t
-from support.shims import dense, read, view
+STEMS = PRELUDE + """
 rng = np.random.default_rng(2)
-def nhwc(shape, dtype):
-    n, c, h, w = shape
-    return view(rng.standard_normal(n * c * h * w), shape, (h * w * c, 1, w * c, c), 0, "cuda:0", dtype)[0]
 for name, dtype, x, w, stride, padding in (
         ("resnet", "float32", nhwc((2, 3, 224, 224), "float32"), nhwc((64, 3, 7, 7), "float32"), 2, 3),
         ("mobilenet", "float16", nhwc((2, 3, 64, 64), "float16"), nhwc((32, 3, 3, 3), "float16"), 2, 1),
@@ -267,10 +260,7 @@ def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_
 # Whisper's front end: 1-D convolutions on contiguous operands, as Inductor
 # leaves them (conv_alternatives.h's channels-last route), in float32
 # (TF32) and float16.
-FRONT_END = IMPORT_PATHS + """
-import numpy as np
-from support import conv_shims as t
-from support.shims import dense, read
+FRONT_END = PRELUDE + """
 rng = np.random.default_rng(3)
 for name, dtype, x_shape, w_shape, stride in (("conv1", "float32", (1, 80, 3000), (384, 80, 3), 1),
                                               ("conv2", "float16", (1, 384, 3000), (384, 384, 3), 2)):
