@@ -18,15 +18,21 @@ namespace {
 
 constexpr const char* kChannelsLastEngine = "cudnn_channels_last";
 
-// The plan of `p`, another convolution an alternative runs instead of the
-// call's own: cuDNN's heuristics' engine for it, cached under its own key
-// and built by the alternative's first run, which is the measurement's (an
-// eager call: never during a capture).
-aotirt_status side_plan(cudnn::Context& ctx, const StreamRef& stream, const Spec& p, const char* kind,
-                        const cudnn::GraphPlan** out) {
+// The plan of `p`, another convolution an alternative of `main` (the
+// call's own plan) runs instead: cuDNN's heuristics' engine for it, cached
+// under its own key and built by the alternative's first run, which is the
+// measurement's (an eager call: never during a capture); later calls find
+// it in `main`.
+aotirt_status side_plan(const cudnn::GraphPlan& main, cudnn::Context& ctx, const StreamRef& stream, const Spec& p,
+                        const char* kind, const cudnn::GraphPlan** out) {
   auto what = [&] { return describe(p) + " (" + kind + ")"; };
-  AOTIRT_TRY(cudnn::plan_for(kName, ctx, stream->handle, std::string(kind) + key_of(p), what,
-                             [&](cudnn::GraphPlan* made) { build(p, ctx, nullptr, made); }, out));
+  if (main.alternative_plan) {
+    *out = main.alternative_plan;
+  } else {
+    AOTIRT_TRY(cudnn::plan_for(kName, ctx, stream->handle, std::string(kind) + key_of(p), what,
+                               [&](cudnn::GraphPlan* made) { build(p, ctx, nullptr, made); }, out));
+    main.alternative_plan = *out;
+  }
   if (!(*out)->declined.empty())
     return fail(AOTIRT_ERROR_AOTI,
                 std::string(kName) + ": cuDNN has no way to run the " + what() + " (" + (*out)->declined + ")");
@@ -51,6 +57,7 @@ struct GemmCall {
 // and weight padded into pool memory (every call: the weight may change
 // between calls), then the padded plan.
 struct PaddedCall {
+  const cudnn::GraphPlan& main;
   const Spec& padded;
   int64_t channels;  // the call's own, before padding
   cudnn::Context& ctx;
@@ -60,7 +67,7 @@ struct PaddedCall {
     const PaddedCall& c = *static_cast<const PaddedCall*>(call);
     const Spec& p = c.padded;
     const cudnn::GraphPlan* plan = nullptr;
-    AOTIRT_TRY(side_plan(c.ctx, c.stream, p, "input channels padded", &plan));
+    AOTIRT_TRY(side_plan(c.main, c.ctx, c.stream, p, "input channels padded", &plan));
     const size_t item = dtype_itemsize(p.dtype);
     const int64_t to = p.x.sizes[1];
     // Channels-last: the input is N * H * W rows of its channels, the weight K * kh * kw.
@@ -83,6 +90,7 @@ struct PaddedCall {
 // input and weight copied to channels-last scratch, the channels-last plan
 // into a scratch output, copied back into the call's.
 struct ChannelsLastCall {
+  const cudnn::GraphPlan& main;
   const Spec& cl;
   cudnn::Context& ctx;
   const Operands& ops;
@@ -90,7 +98,7 @@ struct ChannelsLastCall {
   static aotirt_status run(const void* call) {
     const ChannelsLastCall& c = *static_cast<const ChannelsLastCall*>(call);
     const cudnn::GraphPlan* plan = nullptr;
-    AOTIRT_TRY(side_plan(c.ctx, c.stream, c.cl, "channels-last copies", &plan));
+    AOTIRT_TRY(side_plan(c.main, c.ctx, c.stream, c.cl, "channels-last copies", &plan));
     Tensor x, w, y;
     AOTIRT_TRY(scratch(*c.ops.x, c.cl.x.strides, c.stream, &x));
     AOTIRT_TRY(copy_device_to_device(x, *c.ops.x, c.stream.get()));
@@ -125,12 +133,12 @@ aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gemm);
   }
   if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, dtype_itemsize(s.dtype), &other)) {
-    PaddedCall call{other, s.x.sizes[1], ctx, ops, stream};
+    PaddedCall call{plan, other, s.x.sizes[1], ctx, ops, stream};
     const cudnn::Alternative padded{kPaddedChannelsEngine, &PaddedCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &padded);
   }
   if (plan.alternative == kChannelsLastEngine && channels_last_spec(s, &other)) {
-    ChannelsLastCall call{other, ctx, ops, stream};
+    ChannelsLastCall call{plan, other, ctx, ops, stream};
     const cudnn::Alternative channels_last{kChannelsLastEngine, &ChannelsLastCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &channels_last);
   }

@@ -51,6 +51,11 @@ struct GraphPlan : Cached {
   mutable std::vector<Timing> timings;  // the engines to measure; their events once queued
   mutable bool queued = false;
   std::string alternative;              // the one a shim offered when it was built (Tuning::alternative), or ""
+  // The plan of what the alternative runs instead, where that is another
+  // cuDNN graph (conv_alternatives.cpp), once built: later calls find it
+  // here, without making and looking up its key. It lives in the same
+  // context's cache, which is never emptied.
+  mutable const GraphPlan* alternative_plan = nullptr;
   mutable bool final_round = false;     // timings are the finalists, measured again (cudnn_measure.h)
   mutable size_t candidates = 0;        // how many the first round measured
   std::string tuning_file, key;         // where the choice of `key` is recorded
