@@ -73,6 +73,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
       allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace) != AOTIRT_OK) {
     debug_log(std::string(who) + ": cuDNN tuning could not allocate the engines' largest workspace (" +
               std::to_string(most) + " bytes) for a " + what() + ": nothing measured");
+    clear_error();  // the call itself runs without it
     plan.timings.clear();
     return AOTIRT_OK;
   }
@@ -143,7 +144,12 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
     return status;
   }
   const cudaError_t ready = cudaEventQuery(plan.timings.back().stop);  // the last queued: all done when it is
-  if (ready == cudaErrorNotReady) return AOTIRT_OK;
+  if (ready == cudaErrorNotReady) {
+    // "Not ready" is an answer, not an error, but CUDA keeps it as the last
+    // error, which the next kernel launch's check would then report.
+    (void)cudaGetLastError();
+    return AOTIRT_OK;
+  }
   // A failure ends the measurement, so that it is not read again on every call.
   if (ready != cudaSuccess) {
     end_measurement(plan);
