@@ -170,13 +170,21 @@ aotirt_status plan_for(const char* who, Context& ctx, cudaStream_t stream, const
 // the operands' pointers by uid, and a workspace from the pool: the chosen
 // engine's (a tuned plan's) or the heuristics' choice; or the alternative,
 // where a tuned plan chose it (a call of the key that does not offer it,
-// which the shims never make, runs the heuristics' engine).
+// which the shims never make, or a call it fails, runs the heuristics'
+// engine).
 template <typename Describe>
 aotirt_status execute(const char* who, const GraphPlan& plan, Context& ctx,
                       std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream, const Describe& what,
                       const Alternative* alternative = nullptr) {
   if (!plan.timings.empty()) AOTIRT_TRY(measure_and_choose(who, plan, ctx, pointers, stream, what, alternative));
-  if (plan.chosen == kAlternativeIndex && alternative) return alternative->run(alternative->call);
+  if (plan.chosen == kAlternativeIndex && alternative) {
+    if (alternative->run(alternative->call) == AOTIRT_OK) return AOTIRT_OK;
+    // The choice cannot run this call (its scratch memory, say): the
+    // heuristics' engine, built beside it, does, and writes every output.
+    debug_log(std::string(who) + ": the tuning's choice " + alternative->name + " failed for a " + what() + " (" +
+              aotirt_last_error_message() + "); cuDNN's heuristics' engine " + plan.engine + " runs it");
+    clear_error();
+  }
   int64_t bytes = plan.workspace;
   if (plan.chosen >= 0 && plan.graph->get_workspace_size_plan_at_index(plan.chosen, bytes).is_bad())
     bytes = plan.workspace;
