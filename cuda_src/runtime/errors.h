@@ -28,6 +28,17 @@ void note_cuda_error(int device, cudaError_t code);
 // can fail is free to skip this: only a failure's message is ever read).
 void clear_error();
 
+// cudaEventQuery as a poll: cudaSuccess (done), cudaErrorNotReady (not yet)
+// or an error. "Not ready" is an answer, not an error, but CUDA keeps it as
+// the thread's last error, where the next kernel launch's cudaGetLastError()
+// check would report it (torch clears it for the same reason); so it is
+// cleared here. Every poll of an event goes through this.
+inline cudaError_t poll_event(cudaEvent_t event) {
+  const cudaError_t state = cudaEventQuery(event);
+  if (state == cudaErrorNotReady) (void)cudaGetLastError();
+  return state;
+}
+
 }  // namespace aotirt
 
 // Returns from the enclosing function with AOTIRT_ERROR_CUDA when a CUDA call

@@ -76,9 +76,8 @@ void detail::release_finished_borrowed_slow() {
     for (size_t i = 0; i < pending.size(); ++i) {
       bool passed = true;
       for (cudaEvent_t event : pending[i].done) {
-        cudaError_t state = cudaEventQuery(event);
+        cudaError_t state = poll_event(event);
         if (state == cudaErrorNotReady) {
-          (void)cudaGetLastError();  // an answer, not an error: not left for the next launch's check
           passed = false;
           break;
         }

@@ -143,13 +143,8 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
     if (status != AOTIRT_OK) end_measurement(plan);  // a failed measurement is not tried again
     return status;
   }
-  const cudaError_t ready = cudaEventQuery(plan.timings.back().stop);  // the last queued: all done when it is
-  if (ready == cudaErrorNotReady) {
-    // "Not ready" is an answer, not an error, but CUDA keeps it as the last
-    // error, which the next kernel launch's check would then report.
-    (void)cudaGetLastError();
-    return AOTIRT_OK;
-  }
+  const cudaError_t ready = poll_event(plan.timings.back().stop);  // the last queued: all done when it is
+  if (ready == cudaErrorNotReady) return AOTIRT_OK;
   // A failure ends the measurement, so that it is not read again on every call.
   if (ready != cudaSuccess) {
     end_measurement(plan);

@@ -13,7 +13,7 @@
 // loads its kernels), then each behind a short GPU hold (gpu_hold.h)
 // between two CUDA events, and goes on without waiting
 // (cudnn_measure.h). A later call of the key whose events have completed
-// (cudaEventQuery: a poll, never a wait) takes the candidate `choose_plan`
+// (poll_event: a poll, never a wait) takes the candidate `choose_plan`
 // picks from then on (the heuristics' own unless another is faster by more
 // than the noise) and appends the choice to the file, so that the next
 // process builds that one alone at once and measures nothing. The host
