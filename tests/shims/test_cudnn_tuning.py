@@ -61,6 +61,20 @@ def test_a_torn_line_is_skipped_and_a_later_record_wins(check, tmp_path):
     assert "3 unreadable line(s)" in err
 
 
+def test_a_last_line_cut_short_is_never_read_and_the_next_record_starts_its_own(check, tmp_path):
+    path = str(tmp_path / "tuned.tsv")
+    check("write", path, "conv-a", "eng1")
+    with open(path, "a") as f:
+        f.write("636f6e762d62\teng2_k3=1")   # conv-b's "eng2_k3=12", cut short: it parses as a line
+    out, err = check("read", path, "conv-b")
+    assert out == ""
+    assert "1 unreadable line(s)" in err
+    assert check("write", path, "conv-c", "eng4")[0] == "eng4"
+    assert check("read", path, "conv-b")[0] == ""   # still not read, now that a newline follows it
+    assert check("read", path, "conv-c")[0] == "eng4"
+    assert check("read", path, "conv-a")[0] == "eng1"
+
+
 def test_an_unwritable_folder_costs_only_the_record(check, tmp_path):
     blocked = tmp_path / "file"
     blocked.write_text("")

@@ -7,6 +7,7 @@
 
 #include <cudnn_frontend.h>
 
+#include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -29,23 +30,29 @@ namespace fe = cudnn_frontend;
 //  - each engine runs once untimed, so that what is timed is not its first
 //    launch (its kernels' lazy loading, cold caches); one that fails to run
 //    is left out (said in the debug log), not an error of the call;
-//  - then per engine a GPU hold (gpu_hold.h, kHoldUs), and kTunedRuns runs
-//    between two CUDA events: the host queues the runs while the hold
-//    spins, so they run back to back after it and the events time the
-//    GPU's work, not the host's launches (a small convolution's engine runs
-//    in less time than the host takes to queue it).
+//  - then per engine a GPU hold (gpu_hold.h, kHoldUsPerRun for each run),
+//    and kTunedRuns runs between two CUDA events: the host queues the runs
+//    while the hold spins, so they run back to back after it and the events
+//    time the GPU's work, not the host's launches (a small convolution's
+//    engine runs in less time than the host takes to queue it). Where the
+//    host took longer to queue them than the hold lasted, the debug log
+//    says so: that engine's time may hold gaps.
 // A later call whose events have all completed (polled, never waited for;
 // not while the stream is being captured, where the plan must not change
 // and no hold may be recorded) reads them. Where more than kFinalists + 1
 // ran, it queues a second round of the heuristics' engine and the
 // kFinalists fastest others (tuning::finalists), kFinalRuns runs each, and
-// a call that finds that one done chooses; otherwise it chooses at once:
-// the heuristics' engine unless another is faster by more than
-// kTunedMargin (tuning::choose_plan). The choice is recorded.
+// a call that finds that one done chooses; otherwise (or where the second
+// round cannot be queued) it chooses from the first round's times: the
+// heuristics' engine unless another is faster by more than kTunedMargin
+// (tuning::choose_plan). The choice is recorded.
 constexpr int kTunedRuns = 5;
 constexpr int kFinalists = 3;
 constexpr int kFinalRuns = 15;
-constexpr double kHoldUs = 1000;      // well over the host's time to queue kTunedRuns runs
+// Meant to be well over the host's time to queue one run of any candidate
+// (the channels-last alternative's, three launches and cuDNN's execute, is
+// the longest); the debug log says where it was not.
+constexpr double kHoldUsPerRun = 200;
 constexpr double kTunedMargin = 0.03;  // the run-to-run noise of the events' timing
 
 // Frees the measurement's events and ends it: the plan runs the engine
@@ -113,12 +120,20 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
     GraphPlan::Timing& timed = plan.timings.back();
     AOTIRT_CUDA_TRY(cudaEventCreate(&timed.start));
     AOTIRT_CUDA_TRY(cudaEventCreate(&timed.stop));
-    AOTIRT_TRY(gpu_hold(stream->handle, kHoldUs));
+    const double hold_us = kHoldUsPerRun * timed_runs;
+    AOTIRT_TRY(gpu_hold(stream->handle, hold_us));
+    const auto queue_began = std::chrono::steady_clock::now();  // the host's own work, timed by the host
     AOTIRT_CUDA_TRY(cudaEventRecord(timed.start, stream->handle));
     std::string why;
     for (int run = 0; run < timed_runs && why.empty(); ++run) why = run_once(timed);
     if (why.empty()) {
       AOTIRT_CUDA_TRY(cudaEventRecord(timed.stop, stream->handle));
+      const double queued_us =
+          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - queue_began).count();
+      if (queued_us > hold_us)
+        debug_log(std::string(who) + ": cuDNN tuning took " + std::to_string(queued_us) + " us to queue " +
+                  std::to_string(timed_runs) + " runs of " + t.engine + " for a " + what() + ", longer than the " +
+                  std::to_string(hold_us) + " us hold: its time may include the host's gaps");
     } else {
       leave_out(timed, why);
       cudaEventDestroy(timed.start);
@@ -128,6 +143,26 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   }
   if (plan.timings.size() < 2) end_measurement(plan);
   return AOTIRT_OK;
+}
+
+// Chooses among `timed` (times[i] us a run is timed[i]'s; `heuristic` the
+// heuristics' engine's index, -1 where it did not run), says so in the
+// debug log and records the choice. `measured`: how many engines the
+// first round timed.
+template <typename Describe>
+void choose_and_record(const char* who, const GraphPlan& plan, const std::vector<GraphPlan::Timing>& timed,
+                       const std::vector<double>& times, int heuristic, size_t measured, const Describe& what) {
+  const int best = tuning::choose_plan(times, heuristic, kTunedMargin);
+  if (best < 0) return;
+  const GraphPlan::Timing& chosen = timed[best];
+  plan.chosen = chosen.index;
+  const std::string against = heuristic < 0
+                                  ? std::string("the heuristics' choice ") + plan.engine + " did not run"
+                                  : "the heuristics' " + plan.engine + " at " + std::to_string(times[heuristic]) + " us";
+  debug_log(std::string(who) + ": cuDNN tuning measured " + std::to_string(measured) + " engines for a " + what() +
+            ": " + (best == heuristic ? "kept " : "chose ") + chosen.engine + " at " + std::to_string(times[best]) +
+            " us a run (" + against + ")");
+  tuning::record(plan.tuning_file, plan.key, chosen.engine);
 }
 
 template <typename Describe>
@@ -177,29 +212,26 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
         again.push_back(t);
       }
       plan.candidates = times.size();
+      std::vector<GraphPlan::Timing> first_round = plan.timings;  // its names, kept past its events
       end_measurement(plan);
       plan.timings = std::move(again);
       plan.final_round = true;
       debug_log(std::string(who) + ": cuDNN tuning's first round timed " + std::to_string(plan.candidates) +
                 " engines for a " + what() + "; timing again: " + names);
       const aotirt_status status = queue_measurement(who, plan, ctx, pointers, stream, what, alternative);
-      if (status != AOTIRT_OK) end_measurement(plan);
-      return status;
+      if (status != AOTIRT_OK) {
+        end_measurement(plan);
+        return status;
+      }
+      // Fewer than two of them could run again: what the first round
+      // measured still chooses, rather than measuring it all again in the
+      // next process.
+      if (plan.timings.empty()) choose_and_record(who, plan, first_round, times, heuristic, times.size(), what);
+      return AOTIRT_OK;
     }
   }
-  const int best = tuning::choose_plan(times, heuristic, kTunedMargin);
-  if (best >= 0) {
-    const GraphPlan::Timing& chosen = plan.timings[best];
-    plan.chosen = chosen.index;
-    const std::string against =
-        heuristic < 0 ? std::string("the heuristics' choice ") + plan.engine + " did not run"
-                      : "the heuristics' " + plan.engine + " at " + std::to_string(times[heuristic]) + " us";
-    const size_t measured = plan.final_round ? plan.candidates : times.size();
-    debug_log(std::string(who) + ": cuDNN tuning measured " + std::to_string(measured) + " engines for a " +
-              what() + ": " + (best == heuristic ? "kept " : "chose ") + chosen.engine + " at " +
-              std::to_string(times[best]) + " us a run (" + against + ")");
-    tuning::record(plan.tuning_file, plan.key, chosen.engine);
-  }
+  choose_and_record(who, plan, plan.timings, times, heuristic, plan.final_round ? plan.candidates : times.size(),
+                    what);
   end_measurement(plan);
   return AOTIRT_OK;
 }

@@ -58,7 +58,10 @@ std::map<std::string, std::string>& loaded(const std::string& path) {
   std::string line, key, engine;
   int skipped = 0;
   while (std::getline(in, line)) {
-    if (parse_line(line, &key, &engine))
+    // A last line with no newline is one being written, or one cut short
+    // (its engine's name could read as another's): never read.
+    const bool whole = !in.eof();
+    if (whole && parse_line(line, &key, &engine))
       table[key] = engine;
     else
       ++skipped;
@@ -260,8 +263,14 @@ void record(const std::string& path, const std::string& key, const std::string& 
   // One short append per choice: processes that tune at once add whole lines.
   bool written = false;
   if (make_parents(path)) {
-    if (FILE* f = std::fopen(path.c_str(), "a")) {
-      written = std::fputs((line + "\n").c_str(), f) >= 0;
+    if (FILE* f = std::fopen(path.c_str(), "a+")) {
+      // A process that died mid-write leaves a last line with no newline.
+      // A tab makes it unreadable for good (parse_line takes no control
+      // character in a name) and a newline ends it, so that this line is
+      // read as itself.
+      const bool cut_short = std::fseek(f, -1, SEEK_END) == 0 && std::fgetc(f) != '\n';
+      std::fseek(f, 0, SEEK_END);  // C's rule between reading and writing one stream
+      written = std::fputs(((cut_short ? "\t\n" : "") + line + "\n").c_str(), f) >= 0;
       written = std::fclose(f) == 0 && written;
     }
   }
