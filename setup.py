@@ -121,13 +121,23 @@ def _find_header(name, dirs):
     return next((d for d in dirs if os.path.isfile(os.path.join(d, name))), None)
 
 
+def _system_includes(cuda_home):
+    return [os.path.join(cuda_home, "include"), "/usr/include", "/usr/local/include"]
+
+
+def find_cudnn_frontend(cuda_home):
+    """The folder of cudnn_frontend.h (header-only) that the build uses, or
+    None. scripts/prebuilt.py carries it to the GPU machine."""
+    return _find_header("cudnn_frontend.h", _header_dirs("AOTIRT_CUDNN_FRONTEND_INCLUDE", "include",
+                                                         _system_includes(cuda_home)))
+
+
 def find_cudnn(cuda_home):
     """(include folders, defines) for building the cuDNN shims, or ([], [])
     with a line saying why aotirt builds without them."""
-    system = [os.path.join(cuda_home, "include"), "/usr/include", "/usr/local/include"]
     cudnn = _find_header("cudnn.h", _header_dirs("AOTIRT_CUDNN_INCLUDE", os.path.join("nvidia", "cudnn", "include"),
-                                                 system))
-    frontend = _find_header("cudnn_frontend.h", _header_dirs("AOTIRT_CUDNN_FRONTEND_INCLUDE", "include", system))
+                                                 _system_includes(cuda_home)))
+    frontend = find_cudnn_frontend(cuda_home)
     # cudnn-frontend includes NVRTC's header (its experimental engines).
     nvrtc = _find_header("nvrtc.h", [os.path.join(cuda_home, "include")] +
                          _header_dirs("AOTIRT_NVRTC_INCLUDE", os.path.join("nvidia", "cu13", "include")) +

@@ -39,7 +39,8 @@
 # tests/aoti command waits for it.
 # AOTIRT_PREBUILT=DIR unpacks a build packed by scripts/prebuilt.py from this
 # same tree in place of building (it refuses a pack of other sources or for
-# another Python); the pack is made where the toolkit is, with the GPU
+# another Python; the cudnn-frontend headers it carries serve the host
+# checks that compile against them); the pack is made where the toolkit is, with the GPU
 # machine's Python and cuDNN headers, for the GPU's architecture alone (the
 # tool carries 64 MiB; a pack of the default 80;90 is 67 MiB):
 #   export AOTIRT_CUDA_ARCHS=90
@@ -200,6 +201,12 @@ elif [ -n "${AOTIRT_PREBUILT:-}" ]; then
     echo "gpu-check: FAILED at build (the carried build in $AOTIRT_PREBUILT)"
     [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" 2>/dev/null
     exit 1
+  fi
+  # The GPU machine has no cudnn-frontend (header-only): the host checks
+  # compiled against it (tests/shims/test_cudnn_knobs.py) use the pack's.
+  if [ -z "${AOTIRT_CUDNN_FRONTEND_INCLUDE:-}" ] && [ -f "$AOTIRT_PREBUILT/cudnn-frontend/include/cudnn_frontend.h" ]; then
+    AOTIRT_CUDNN_FRONTEND_INCLUDE="$(cd "$AOTIRT_PREBUILT/cudnn-frontend/include" && pwd)"
+    export AOTIRT_CUDNN_FRONTEND_INCLUDE
   fi
 elif ! "$PY" setup.py build_ext --inplace >"$LOGS/build.log" 2>&1; then
   tail -n 60 "$LOGS/build.log"

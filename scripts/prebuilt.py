@@ -11,7 +11,10 @@ headers, packed here, carried, and unpacked there in place of the build.
     python3 scripts/prebuilt.py unpack DIR   # on the GPU machine, before the tests
 
 A pack holds what the build writes into the package (libaotirt.so, the Cython
-modules, the example model libraries) and a stamp: a hash of every build
+modules, the example model libraries), the cudnn-frontend headers the build
+used (header-only and not on the GPU machine: the host checks compiled
+against them, tests/shims/test_cudnn_knobs.py, need them there; gpu-check.sh
+points AOTIRT_CUDNN_FRONTEND_INCLUDE at them) and a stamp: a hash of every build
 input in this tree, the Python tag the modules were built for, and the CUDA
 compiler and architectures they were built with. unpack refuses a pack whose
 inputs differ from this tree's or whose modules are for another Python, so a
@@ -21,6 +24,7 @@ stale build can never be tested in place of the code.
 import ctypes
 import glob
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -37,6 +41,9 @@ INPUT_SUFFIXES = (".cpp", ".cu", ".c", ".h", ".hpp", ".cuh", ".inc", ".pyx", ".p
 # What a pack may put in the package: libraries and the example models' weights.
 OUTPUT_SUFFIXES = (".so", ".weights")
 STAMP = "STAMP.json"
+# Where a pack keeps the cudnn-frontend headers: a folder named include, as
+# the headers reach each other through "../include/".
+FRONTEND = os.path.join("cudnn-frontend", "include")
 # The device tool carries at most this much with the tree.
 CARRY_LIMIT = 64 << 20
 
@@ -112,6 +119,28 @@ def built_files():
     return files
 
 
+def frontend_headers():
+    """The folder of the cudnn-frontend headers the build uses (setup.py's
+    own finder), or None: a tree whose setup.py cannot say builds without
+    them."""
+    try:
+        spec = importlib.util.spec_from_file_location("aotirt_setup", os.path.join(ROOT, "setup.py"))
+        setup = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(setup)  # imported, setup.py defines its finders and builds nothing
+        return setup.find_cudnn_frontend(setup.find_cuda_home())
+    except (Exception, SystemExit):
+        return None
+
+
+def copy_frontend(folder, dest):
+    """Copies cudnn-frontend's own headers from `folder` (a site-packages
+    include folder that may hold other packages' headers too)."""
+    def others(where, names):
+        return [n for n in names if where == folder and not n.startswith(("cudnn_frontend", "cudnn_backend"))]
+    shutil.copytree(folder, dest, ignore=others)
+    return sum(os.path.getsize(os.path.join(d, n)) for d, _, names in os.walk(dest) for n in names)
+
+
 def pack(dest):
     files = built_files()
     suffix = sysconfig.get_config_var("EXT_SUFFIX")
@@ -131,12 +160,17 @@ def pack(dest):
     for relative in files:
         os.makedirs(os.path.join(dest, os.path.dirname(relative)), exist_ok=True)
         shutil.copy2(os.path.join(ROOT, relative), os.path.join(dest, relative))
+    size = sum(os.path.getsize(os.path.join(dest, r)) for r in files)
+    headers = frontend_headers()
+    if headers:
+        size += copy_frontend(headers, os.path.join(dest, FRONTEND))
     stamp = {"inputs": inputs_digest(), "ext_suffix": suffix, "nvcc": nvcc_version(),
-             "archs": built_archs(os.path.join(ROOT, PACKAGE, "libaotirt.so")), "files": files}
+             "archs": built_archs(os.path.join(ROOT, PACKAGE, "libaotirt.so")), "files": files,
+             "frontend": FRONTEND if headers else None}
     with open(os.path.join(dest, STAMP), "w") as f:
         json.dump(stamp, f, indent=1)
-    size = sum(os.path.getsize(os.path.join(dest, r)) for r in files)
-    print(f"prebuilt: packed {len(files)} files ({size / 2**20:.1f} MiB, sm {stamp['archs']}) into {dest}")
+    print(f"prebuilt: packed {len(files)} files ({size / 2**20:.1f} MiB, sm {stamp['archs']}"
+          f"{', with the cudnn-frontend headers of ' + headers if headers else ''}) into {dest}")
     if size > CARRY_LIMIT:
         print(f"prebuilt: more than the device tool's {CARRY_LIMIT >> 20} MiB: build for the GPU's architecture alone "
               "(AOTIRT_CUDA_ARCHS=90)", file=sys.stderr)

@@ -60,6 +60,41 @@ def test_a_pack_unpacks_into_a_fresh_copy_of_the_same_sources(tmp_path):
     assert not list(fresh.rglob("*.unpacking"))
 
 
+def test_a_pack_carries_the_cudnn_frontend_headers_its_build_used_and_no_others(tmp_path):
+    built = tmp_path / "built"
+    built.mkdir()
+    tree(built)
+    site = tmp_path / "site-packages" / "include"   # the wheel's folder, shared with other packages
+    (site / "cudnn_frontend" / "graph").mkdir(parents=True)
+    (site / "cudnn_frontend.h").write_text("frontend")
+    (site / "cudnn_backend_base.h").write_text("backend base")
+    (site / "cudnn_frontend" / "graph" / "graph.h").write_text("graph")
+    (site / "another_package.h").write_text("not cudnn-frontend's")
+    setup = built / "setup.py"                     # setup.py's finders, as the real one names them
+    setup.write_text("def find_cuda_home():\n    return '/usr/local/cuda'\n\n\n"
+                     f"def find_cudnn_frontend(cuda_home):\n    return {str(site)!r}\n")
+    os.utime(setup, (1, 1))                        # written before the build, as a source is
+    packed = prebuilt(built, "pack", tmp_path / "pack")
+    assert packed.returncode == 0, packed.stderr
+    assert "with the cudnn-frontend headers of " + str(site) in packed.stdout
+    headers = tmp_path / "pack" / "cudnn-frontend" / "include"
+    assert (headers / "cudnn_frontend.h").read_text() == "frontend"
+    assert (headers / "cudnn_backend_base.h").read_text() == "backend base"
+    assert (headers / "cudnn_frontend" / "graph" / "graph.h").read_text() == "graph"
+    assert not (headers / "another_package.h").exists()
+    assert json.loads((tmp_path / "pack" / "STAMP.json").read_text())["frontend"] == "cudnn-frontend/include"
+
+
+def test_a_tree_whose_setup_names_no_frontend_packs_without_headers(tmp_path):
+    built = tmp_path / "built"
+    built.mkdir()
+    tree(built)                                    # its setup.py is not Python
+    packed = prebuilt(built, "pack", tmp_path / "pack")
+    assert packed.returncode == 0, packed.stderr
+    assert json.loads((tmp_path / "pack" / "STAMP.json").read_text())["frontend"] is None
+    assert not (tmp_path / "pack" / "cudnn-frontend").exists()
+
+
 def test_unpack_refuses_a_pack_of_other_sources(tmp_path):
     tree(tmp_path)
     assert prebuilt(tmp_path, "pack", tmp_path / "pack").returncode == 0
