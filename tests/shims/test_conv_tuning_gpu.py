@@ -7,7 +7,8 @@ a second process builds the recorded engine (in the wide mode possibly a
 configuration the heuristics do not list) and measures nothing; the
 results are those of the heuristics' engine within the dtype's tolerance
 (a depthwise convolution too, where the cold measurement chose engines 10x
-slower); the wide mode measures more configurations than the list; and the
+slower); the wide mode measures more configurations than the list; an
+engine the host takes milliseconds to queue is left out untimed; and the
 host never waits for the measuring (the wait counter)."""
 
 import os
@@ -205,6 +206,33 @@ def test_calls_that_poll_an_unfinished_measurement_still_launch_their_kernels(tm
                      AOTIRT_CACHE=str(tmp_path / "cache"))
     assert any("cuDNN tuning measured" in ln for ln in log), "\n".join(log)  # the last call chose
     assert_results_match(plain, tuned, {"bias": 5e-3})
+
+
+# mobilenet_v2's widest depthwise convolution, float32 (TF32), where cuDNN
+# 9.19 lists engines that launch per group: on an H100 they took the host
+# 3 to 50 ms to queue one run (bench/runs/s21-h100-tuning.md).
+DEPTHWISE = PRELUDE + """
+rng = np.random.default_rng(3)
+x, w = nhwc((2, 960, 7, 7), "float32"), nhwc((960, 1, 3, 3), "float32")
+for call in range(3):
+    status, out = t.conv(x, w, padding=(1,), groups=960)
+    assert status == 0
+    np.save(f"{OUT}/depthwise-{call}.npy", read(out))
+print("CALLS OK")
+"""
+HOST_BOUND = re.compile(r"leaves out engine (\S+) for a .*? us to queue, over the [\d.]+ us bound")
+
+
+def test_engines_that_take_the_host_milliseconds_a_run_are_left_out_untimed(tmp_path):
+    plain, _ = run(tmp_path, "plain", program=DEPTHWISE)
+    tuned, log = run(tmp_path, "tuned", program=DEPTHWISE, AOTIRT_CUDNN_TUNE="1",
+                     AOTIRT_CACHE=str(tmp_path / "cache"))
+    left_out = {m.group(1) for ln in log for m in [HOST_BOUND.search(ln)] if m}
+    assert left_out, "no engine over the host bound:\n" + "\n".join(log)
+    timed = " ".join(ln for ln in log if "us to queue" in ln and "hold" in ln)
+    assert not any(f"runs of {engine} " in timed for engine in left_out), timed
+    assert any(MEASURED.search(ln) for ln in log), "\n".join(log)  # the others measured, a choice made
+    assert_results_match(plain, tuned, {"depthwise": 5e-3})
 
 
 # 1x1 convolutions, channels-last, that are one matrix product each

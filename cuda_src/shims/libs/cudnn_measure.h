@@ -7,10 +7,12 @@
 
 #include <cudnn_frontend.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "runtime/errors.h"
@@ -27,11 +29,15 @@ namespace fe = cudnn_frontend;
 
 // The first call of a plan to tune queues, ahead of its own run (which
 // overwrites the outputs they write), each engine's measurement:
-//  - each engine runs once untimed, so that what is timed is not its first
+//  - each engine runs twice untimed, so that what is timed is not its first
 //    launch (its kernels' lazy loading, cold caches); one that fails to run
-//    is left out (said in the debug log), not an error of the call;
-//  - then per engine a GPU hold (gpu_hold.h, kHoldUsPerRun for each run),
-//    and kTunedRuns runs between two CUDA events: the host queues the runs
+//    is left out (said in the debug log), not an error of the call. The
+//    host times its own work in the second run: an engine other than the
+//    heuristics' whose one run takes the host over kHostBoundUs to queue
+//    is left out too (below);
+//  - then per engine a GPU hold (gpu_hold.h: per run kHoldUsPerRun, or
+//    half as much again as the host took to queue the second warm-up run
+//    where that is longer), and kTunedRuns runs between two CUDA events: the host queues the runs
 //    while the hold spins, so they run back to back after it and the events
 //    time the GPU's work, not the host's launches (a small convolution's
 //    engine runs in less time than the host takes to queue it). Where the
@@ -53,6 +59,13 @@ constexpr int kFinalRuns = 15;
 // (the channels-last alternative's, three launches and cuDNN's execute, is
 // the longest); the debug log says where it was not.
 constexpr double kHoldUsPerRun = 200;
+// On an H100 (bench/runs/s21-h100-tuning.md) six of cuDNN's engines for
+// depthwise convolutions took the host 0.2 to 50 ms to queue one run,
+// growing with the channels (they launch per group), where the engines
+// chosen ran in 2 to 7 us of GPU time. None won; timing them cost 4.8 s
+// of host time in one tuning of 43 convolutions.
+constexpr double kHostBoundUs = 2000;
+constexpr double kMostHoldUs = 100000;  // gpu_hold's own bound
 constexpr double kTunedMargin = 0.03;  // the run-to-run noise of the events' timing
 
 // Frees the measurement's events and ends it: the plan runs the engine
@@ -100,13 +113,23 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   auto leave_out = [&](const GraphPlan::Timing& t, const std::string& why) {
     debug_log(std::string(who) + ": cuDNN tuning leaves out engine " + t.engine + " for a " + what() + ": " + why);
   };
-  std::vector<GraphPlan::Timing> runs;  // the warm-up: every engine once, untimed
+  auto host_us_since = [](std::chrono::steady_clock::time_point began) {  // the host's own work, timed by the host
+    return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began).count();
+  };
+  std::vector<std::pair<GraphPlan::Timing, double>> runs;  // the warm-up: each engine, its host us a run
   for (const GraphPlan::Timing& t : plan.timings) {
-    const std::string why = run_once(t);
-    if (why.empty())
-      runs.push_back(t);
-    else
+    std::string why = run_once(t);
+    const auto began = std::chrono::steady_clock::now();
+    if (why.empty()) why = run_once(t);
+    const double host_us = host_us_since(began);
+    if (!why.empty()) {
       leave_out(t, why);
+    } else if (host_us > kHostBoundUs && t.engine != plan.engine) {
+      leave_out(t, "one run took the host " + std::to_string(host_us) + " us to queue, over the " +
+                       std::to_string(kHostBoundUs) + " us bound (an engine that launches per group)");
+    } else {
+      runs.push_back({t, host_us});
+    }
   }
   plan.timings.clear();
   if (runs.size() < 2) {  // nothing to choose between: the heuristics' engine runs, unrecorded
@@ -115,21 +138,20 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
     return AOTIRT_OK;
   }
   const int timed_runs = plan.final_round ? kFinalRuns : kTunedRuns;
-  for (const GraphPlan::Timing& t : runs) {
+  for (const auto& [t, warm_host_us] : runs) {
     plan.timings.push_back(t);  // owns its events from here: end_measurement frees them
     GraphPlan::Timing& timed = plan.timings.back();
     AOTIRT_CUDA_TRY(cudaEventCreate(&timed.start));
     AOTIRT_CUDA_TRY(cudaEventCreate(&timed.stop));
-    const double hold_us = kHoldUsPerRun * timed_runs;
+    const double hold_us = std::min(kMostHoldUs, timed_runs * std::max(kHoldUsPerRun, 1.5 * warm_host_us));
     AOTIRT_TRY(gpu_hold(stream->handle, hold_us));
-    const auto queue_began = std::chrono::steady_clock::now();  // the host's own work, timed by the host
+    const auto queue_began = std::chrono::steady_clock::now();
     AOTIRT_CUDA_TRY(cudaEventRecord(timed.start, stream->handle));
     std::string why;
     for (int run = 0; run < timed_runs && why.empty(); ++run) why = run_once(timed);
     if (why.empty()) {
       AOTIRT_CUDA_TRY(cudaEventRecord(timed.stop, stream->handle));
-      const double queued_us =
-          std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - queue_began).count();
+      const double queued_us = host_us_since(queue_began);
       if (queued_us > hold_us)
         debug_log(std::string(who) + ": cuDNN tuning took " + std::to_string(queued_us) + " us to queue " +
                   std::to_string(timed_runs) + " runs of " + t.engine + " for a " + what() + ", longer than the " +
