@@ -1,8 +1,11 @@
 // Host-only check of cuda_src/shims/convolution/conv_view.h (built and run by
 // tests/shims/test_conv_view.py; no GPU, no cuDNN): which convolutions the
-// tuning's padded-channels and channels-last alternatives take, and the
-// views they run the same convolution on.
+// tuning's padded-channels, channels-last and patches alternatives take,
+// and the views they run the same convolution on (the patches' checked
+// against a direct convolution, on the host).
 
+#include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <string>
@@ -44,6 +47,70 @@ cc::Spec spec(const Dims& x, const Dims& w, const Dims& y, cl::Format format) {
   s.y = view(y, format);
   s.spatial = static_cast<int64_t>(x.size()) - 2;
   return s;
+}
+
+// A patch convolution (stride = kernel, unpadded, one group) on operands
+// of the given layouts, with values from a fixed sequence, run two ways
+// through memory laid out as the views say: directly, and as patches_of
+// says (its gather view copied densely, times the weight as it lies, into
+// the output in place or into channels-last scratch copied into it). The
+// largest difference, or -1 where patches_of does not take it.
+double patch_product_error(const Dims& x_sizes, const Dims& w_sizes, cl::Format x_format, cl::Format w_format,
+                           cl::Format y_format) {
+  const int64_t n = x_sizes[0], c = x_sizes[1], h = x_sizes[2], w = x_sizes[3];
+  const int64_t o = w_sizes[0], kh = w_sizes[2], kw = w_sizes[3], ho = h / kh, wo = w / kw;
+  cc::Spec s;
+  s.x = view(x_sizes, x_format);
+  s.w = view(w_sizes, w_format);
+  s.y = view({n, o, ho, wo}, y_format);
+  s.spatial = 2;
+  s.stride[0] = kh, s.stride[1] = kw, s.dilation[0] = s.dilation[1] = 1;
+  cc::PatchProduct p;
+  if (!cc::patches_of(s, &p)) return -1;
+  auto at = [](const cc::View& v, int64_t a, int64_t b, int64_t i, int64_t j) {
+    return a * v.strides[0] + b * v.strides[1] + i * v.strides[2] + j * v.strides[3];
+  };
+  std::vector<double> x(n * c * h * w), weight(o * c * kh * kw);
+  for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 23) - 11;
+  for (size_t i = 0; i < weight.size(); ++i) weight[i] = static_cast<double>((i * 104729) % 19) - 9;
+  std::vector<double> direct(n * o * ho * wo), y(n * o * ho * wo, 0.0);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < o; ++k)
+      for (int64_t r = 0; r < ho; ++r)
+        for (int64_t q = 0; q < wo; ++q) {
+          double sum = 0;
+          for (int64_t ch = 0; ch < c; ++ch)
+            for (int64_t i = 0; i < kh; ++i)
+              for (int64_t j = 0; j < kw; ++j)
+                sum += x[at(s.x, b, ch, r * kh + i, q * kw + j)] * weight[at(s.w, k, ch, i, j)];
+          direct[at(s.y, b, k, r, q)] = sum;
+        }
+  // The gather: its view walked in order is the dense patch matrix.
+  std::vector<double> matrix;
+  int64_t index[6] = {};
+  for (int64_t e = 0; e < p.product.rows * p.product.inner; ++e) {
+    int64_t offset = 0;
+    for (int d = 0; d < 6; ++d) offset += index[d] * p.gather_strides[d];
+    matrix.push_back(x[offset]);
+    for (int d = 5; d >= 0 && ++index[d] == p.gather_sizes[d]; --d) index[d] = 0;
+  }
+  // The product into dense channels-last memory, then where the output lies.
+  std::vector<double> landing(p.product.rows * p.product.cols);
+  for (int64_t r = 0; r < p.product.rows; ++r)
+    for (int64_t k = 0; k < p.product.cols; ++k) {
+      double sum = 0;
+      for (int64_t i = 0; i < p.product.inner; ++i) sum += matrix[r * p.product.inner + i] * weight[k * p.product.inner + i];
+      landing[r * p.product.cols + k] = sum;
+    }
+  const cc::View last = view({n, o, ho, wo}, cl::Format::ChannelsLast);
+  if (p.output_in_place != (strides_of(last) == strides_of(s.y))) return 1e9;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t k = 0; k < o; ++k)
+      for (int64_t r = 0; r < ho; ++r)
+        for (int64_t q = 0; q < wo; ++q) y[at(s.y, b, k, r, q)] = landing[at(last, b, k, r, q)];
+  double most = 0;
+  for (size_t i = 0; i < y.size(); ++i) most = std::max(most, std::fabs(y[i] - direct[i]));
+  return most;
 }
 
 }  // namespace
@@ -107,6 +174,56 @@ int main() {
   expect(cc::channels_last_spec(spec({1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}, {1, 8, 4, 4, 4}, contiguous), &moved) &&
              strides_of(moved.x) == Dims{864, 1, 144, 24, 4},
          "3-D: channels-last-3d");
+
+  // Patch embeddings: ViT-B/16's stem as Inductor hands it (channels-last), and as a model may (contiguous).
+  cc::Spec vit = spec({2, 3, 64, 64}, {768, 3, 16, 16}, {2, 768, 4, 4}, last);
+  vit.stride[0] = vit.stride[1] = 16;
+  vit.dilation[0] = vit.dilation[1] = 1;
+  cc::PatchProduct patches;
+  expect(cc::patches_of(vit, &patches), "ViT-B/16's patch embedding is taken");
+  expect(patches.product.rows == 32 && patches.product.inner == 768 && patches.product.cols == 768,
+         "its product: [32, 768] times [768, 768]");
+  expect(Dims(patches.gather_sizes, patches.gather_sizes + 6) == Dims{2, 4, 4, 16, 16, 3} &&
+             Dims(patches.gather_strides, patches.gather_strides + 6) == Dims{12288, 3072, 48, 192, 3, 1},
+         "a channels-last weight: each patch's elements in (i, j, c) order");
+  expect(patches.output_in_place, "a channels-last output: the product writes it in place");
+  cc::Spec vit_contiguous = vit;
+  vit_contiguous.x = view({2, 3, 64, 64}, contiguous);
+  vit_contiguous.w = view({768, 3, 16, 16}, contiguous);
+  vit_contiguous.y = view({2, 768, 4, 4}, contiguous);
+  expect(cc::patches_of(vit_contiguous, &patches) &&
+             Dims(patches.gather_sizes, patches.gather_sizes + 6) == Dims{2, 4, 4, 3, 16, 16} &&
+             Dims(patches.gather_strides, patches.gather_strides + 6) == Dims{12288, 1024, 16, 4096, 64, 1} &&
+             !patches.output_in_place,
+         "contiguous operands: (c, i, j) order, the output through scratch");
+  auto refused = [&](void (*change)(cc::Spec&), const char* what) {
+    cc::Spec other = vit;
+    change(other);
+    expect(!cc::patches_of(other, &patches), what);
+  };
+  refused([](cc::Spec& s) { s.padding[1] = 1; }, "padded: not taken");
+  refused([](cc::Spec& s) { s.stride[0] = 8; }, "a stride other than the kernel: not taken");
+  refused([](cc::Spec& s) { s.dilation[1] = 2; }, "dilated: not taken");
+  refused([](cc::Spec& s) { s.transposed = true; }, "transposed: not taken");
+  refused([](cc::Spec& s) { s.w = view({768, 1, 16, 16}, cl::Format::ChannelsLast); }, "groups: not taken");
+  refused([](cc::Spec& s) { s.y = view({2, 768, 5, 4}, cl::Format::ChannelsLast); }, "another output size: not taken");
+  refused([](cc::Spec& s) { s.w.strides[0] = 1, s.w.strides[1] = 768 * 256, s.w.strides[2] = 768 * 16; },
+          "a weight in neither layout: not taken");
+  cc::Spec pointwise = spec({2, 8, 4, 4}, {16, 8, 1, 1}, {2, 16, 4, 4}, last);
+  pointwise.stride[0] = pointwise.stride[1] = pointwise.dilation[0] = pointwise.dilation[1] = 1;
+  expect(!cc::patches_of(pointwise, &patches), "1x1 (cublas_gemm's): not taken");
+
+  // Both ways give the same numbers, over every layout and sizes that leave rows and columns unread.
+  for (cl::Format xf : {last, contiguous})
+    for (cl::Format wf : {last, contiguous})
+      for (cl::Format yf : {last, contiguous}) {
+        const std::string layouts = std::string(xf == last ? "x last" : "x contiguous") +
+                                    (wf == last ? ", w last" : ", w contiguous") +
+                                    (yf == last ? ", y last" : ", y contiguous");
+        expect(patch_product_error({2, 3, 9, 10}, {5, 3, 4, 3}, xf, wf, yf) == 0, "9x10 by 4x3 patches, " + layouts);
+        expect(patch_product_error({1, 4, 1, 12}, {6, 4, 1, 4}, xf, wf, yf) == 0, "1-D, patches of 4, " + layouts);
+        expect(patch_product_error({3, 1, 8, 8}, {2, 1, 2, 2}, xf, wf, yf) == 0, "one channel, " + layouts);
+      }
 
   std::printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;

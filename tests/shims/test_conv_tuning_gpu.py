@@ -7,7 +7,10 @@ a second process builds the recorded engine (in the wide mode possibly a
 configuration the heuristics do not list) and measures nothing; the
 results are those of the heuristics' engine within the dtype's tolerance
 (a depthwise convolution too, where the cold measurement chose engines 10x
-slower); the wide mode measures more configurations than the list; an
+slower); the alternatives (cuBLAS's GEMM for a 1x1, a patch embedding's
+gather and product, padded channels, channels-last copies) are timed
+where offered and run right when recorded; the wide mode measures more
+configurations than the list; an
 engine the host takes milliseconds to queue is left out untimed; and the
 host never waits for the measuring (the wait counter)."""
 
@@ -274,6 +277,55 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
     assert sum("cublas_gemm (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log if "stride [1, 1]" in ln), "\n".join(log)
     assert_results_match(plain, gemm, {"f32": 5e-3, "f16": 2e-2, "bias": 5e-3, "strided": 5e-3})
+
+
+# Patch embeddings (conv_view.h's patches_of: kernel = stride, unpadded):
+# ViT-B/16's and ConvNeXt's stems channels-last in float32 (TF32), one on
+# contiguous float16 operands with a bias whose last rows and columns are
+# past the last whole patch; and a padded one, which is not a patch
+# embedding.
+PATCHES = PRELUDE + """
+rng = np.random.default_rng(4)
+def contiguous(shape, dtype):
+    return dense(rng.standard_normal(shape), "cuda:0", dtype)[0]
+for name, dtype, layout, x_shape, w_shape, bias, stride, padding in (
+        ("vit", "float32", nhwc, (2, 3, 64, 64), (768, 3, 16, 16), False, 16, 0),
+        ("contiguous", "float16", contiguous, (2, 3, 36, 40), (64, 3, 8, 8), True, 8, 0),
+        ("convnext", "float32", nhwc, (2, 3, 64, 64), (96, 3, 4, 4), False, 4, 0),
+        ("padded", "float32", nhwc, (2, 3, 64, 64), (96, 3, 4, 4), False, 4, 1)):
+    x, w = layout(x_shape, dtype), layout(w_shape, dtype)
+    b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
+    for call in range(3):
+        status, out = t.conv(x, w, b, stride=(stride,), padding=(padding,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+PATCH_INPUTS = ("input [2, 3, 64, 64] strides [12288, 1, 192, 3], weight [768,", "input [2, 3, 36, 40]",
+                "input [2, 3, 64, 64] strides [12288, 1, 192, 3], weight [96, 3, 4, 4] strides [48, 1, 12, 3], "
+                "output [2, 96, 16, 16]")
+
+
+def test_a_patch_embedding_times_a_gather_and_one_product_and_a_recorded_one_runs_right(tmp_path):
+    """Tuned, each convolution whose kernel is its stride, unpadded, also
+    times its patches gathered by one copy and one cuBLAS product (the
+    padded one does not); a record naming it makes the next process run it,
+    with the heuristics' engine's results, on both layouts, with a bias."""
+    plain, _ = run(tmp_path, program=PATCHES, name="plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run(tmp_path, program=PATCHES, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_patches" in ln]
+    assert len(timed) == 3 and all(any(key in ln for ln in timed) for key in PATCH_INPUTS), "\n".join(log)
+    assert not any("cublas_patches" in ln and ("leaves out" in ln or "padding [1, 1]" in ln) for ln in log), \
+        "\n".join(log)
+
+    # Every record the patches: the three then run them from the start; the
+    # padded key, which never offers them, measures again.
+    record_everywhere(cache, "cublas_patches")
+    patches, log = run(tmp_path, program=PATCHES, name="patches", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cublas_patches (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log if "padding [0, 0]" in ln), "\n".join(log)
+    assert_results_match(plain, patches, {"vit": 5e-3, "contiguous": 2e-2, "convnext": 5e-3, "padded": 5e-3})
 
 
 # Convolutions of few input channels (conv_pad_channels.h): resnet's stem

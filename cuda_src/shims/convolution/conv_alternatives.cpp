@@ -4,6 +4,7 @@
 
 #if defined(AOTIRT_HAVE_CUDNN)
 
+#include <cstring>
 #include <string>
 
 #include "runtime/copy.h"
@@ -17,6 +18,7 @@ namespace conv_cuda {
 namespace {
 
 constexpr const char* kChannelsLastEngine = "cudnn_channels_last";
+constexpr const char* kPatchesEngine = "cublas_patches";
 
 // The plan of `p`, another convolution an alternative of `main` (the
 // call's own plan) runs instead: cuDNN's heuristics' engine for it, cached
@@ -50,6 +52,45 @@ struct GemmCall {
     const GemmCall& c = *static_cast<const GemmCall*>(call);
     return run_gemm(kName, c.product, c.s.dtype, c.s.tf32, c.ops.x->data(), c.ops.w->data(), c.ops.y->data(),
                     c.device, c.stream);
+  }
+};
+
+// cublas_patches (conv_view.h's patches_of), one call of it: the input's
+// patches gathered by one strided copy into pool memory, one GEMM with the
+// weight as it lies, into the output where it is dense channels-last, else
+// into channels-last scratch copied into it.
+struct PatchesCall {
+  const Spec& s;
+  PatchProduct patches;
+  const Operands& ops;
+  int device;
+  const StreamRef& stream;
+  static aotirt_status run(const void* call) {
+    const PatchesCall& c = *static_cast<const PatchesCall*>(call);
+    const PatchProduct& p = c.patches;
+    Tensor source = *c.ops.x;  // the input seen as its patches: a view, no data moved
+    source.ndim = 6;
+    std::memcpy(source.sizes, p.gather_sizes, sizeof(p.gather_sizes));
+    std::memcpy(source.strides, p.gather_strides, sizeof(p.gather_strides));
+    Tensor matrix;  // the same sizes, dense: [N*Ho*Wo, K]
+    matrix.ndim = 6;
+    matrix.dtype = source.dtype;
+    std::memcpy(matrix.sizes, p.gather_sizes, sizeof(p.gather_sizes));
+    contiguous_strides(6, matrix.sizes, matrix.strides);
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(matrix.numel()) * matrix.itemsize(), AOTIRT_DEVICE_CUDA, c.device,
+                                c.stream, &matrix.storage));
+    matrix.stream = c.stream;
+    AOTIRT_TRY(copy_device_to_device(matrix, source, c.stream.get()));
+    if (p.output_in_place)
+      return run_gemm(kName, p.product, c.s.dtype, c.s.tf32, matrix.data(), c.ops.w->data(), c.ops.y->data(),
+                      c.device, c.stream);
+    int64_t channels_last[4];
+    conv_layout::format_strides(4, c.s.y.sizes, conv_layout::Format::ChannelsLast, channels_last);
+    Tensor landing;
+    AOTIRT_TRY(scratch(*c.ops.y, channels_last, c.stream, &landing));
+    AOTIRT_TRY(run_gemm(kName, p.product, c.s.dtype, c.s.tf32, matrix.data(), c.ops.w->data(), landing.data(),
+                        c.device, c.stream));
+    return copy_device_to_device(*c.ops.y, landing, c.stream.get());
   }
 };
 
@@ -117,6 +158,8 @@ const char* offered_alternative(const Spec& s) {
   conv_layout::MatmulShape product;
   Spec other;
   if (matmul_of(s, &product) && gemm_offered(product)) return kGemmEngine;
+  PatchProduct patches;
+  if (patches_of(s, &patches) && gemm_offered(patches.product)) return kPatchesEngine;
   if (padded_spec(s, dtype_itemsize(s.dtype), &other)) return kPaddedChannelsEngine;
   if (channels_last_spec(s, &other)) return kChannelsLastEngine;
   return "";
@@ -131,6 +174,12 @@ aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx
     matmul_of(s, &call.product);  // true: offered_alternative named it
     const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gemm);
+  }
+  PatchProduct patches;
+  if (plan.alternative == kPatchesEngine && patches_of(s, &patches)) {
+    PatchesCall call{s, patches, ops, ctx.device, stream};
+    const cudnn::Alternative gather_and_gemm{kPatchesEngine, &PatchesCall::run, &call};
+    return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gather_and_gemm);
   }
   if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, dtype_itemsize(s.dtype), &other)) {
     PaddedCall call{plan, other, s.x.sizes[1], ctx, ops, stream};

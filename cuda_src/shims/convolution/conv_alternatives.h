@@ -5,6 +5,9 @@
 // key, by the convolution's shape and layout:
 //  - cublas_gemm: a 1x1 channels-last convolution of stride 1 is one
 //    matrix product as it lies in memory (conv_gemm.h);
+//  - cublas_patches: one whose kernel is its stride, unpadded (a patch
+//    embedding: ViT's stem), as its patches gathered by one copy and one
+//    matrix product (conv_view.h's patches_of);
 //  - cudnn_padded_channels: a channels-last one of fewer input channels
 //    than fill 16 bytes (an RGB stem), on channels zero-padded to 16-byte
 //    rows (conv_pad_channels.h);
