@@ -1,8 +1,8 @@
 // Host-only check of cuda_src/shims/convolution/conv_view.h (built and run by
 // tests/shims/test_conv_view.py; no GPU, no cuDNN): which convolutions the
-// tuning's padded-channels, channels-last and patches alternatives take,
-// and the views they run the same convolution on (the patches' checked
-// against a direct convolution, on the host).
+// tuning's padded-channels, channels-last and im2col alternatives take,
+// and the views they run the same convolution on (im2col's checked against
+// a direct convolution, on the host).
 
 #include <algorithm>
 #include <cmath>
@@ -49,26 +49,32 @@ cc::Spec spec(const Dims& x, const Dims& w, const Dims& y, cl::Format format) {
   return s;
 }
 
-// A patch convolution (stride = kernel, unpadded, one group) on operands
-// of the given layouts, with values from a fixed sequence, run two ways
-// through memory laid out as the views say: directly, and as patches_of
-// says (its gather view copied densely, times the weight as it lies, into
-// the output in place or into channels-last scratch copied into it). The
-// largest difference, or -1 where patches_of does not take it.
-double patch_product_error(const Dims& x_sizes, const Dims& w_sizes, cl::Format x_format, cl::Format w_format,
-                           cl::Format y_format) {
-  const int64_t n = x_sizes[0], c = x_sizes[1], h = x_sizes[2], w = x_sizes[3];
-  const int64_t o = w_sizes[0], kh = w_sizes[2], kw = w_sizes[3], ho = h / kh, wo = w / kw;
+// A single-group convolution (the view sizes, strides, padding and
+// dilation given) on operands of the given layouts, with values from a
+// fixed sequence, run two ways through memory laid out as the views say:
+// directly, and as im2col_of says (the input copied into a zeroed padded
+// buffer where it pads, the gather view copied densely, then the product
+// as conv_alternatives.cpp runs it for the output's layout). The largest
+// difference, or -1 where im2col_of does not take it.
+struct Geometry {
+  Dims x, w;
+  int64_t stride[2], padding[2], dilation[2];
+};
+
+double im2col_error(const Geometry& g, cl::Format x_format, cl::Format w_format, cl::Format y_format) {
+  const int64_t n = g.x[0], c = g.x[1], h = g.x[2], w = g.x[3], o = g.w[0], kh = g.w[2], kw = g.w[3];
+  const int64_t ho = (h + 2 * g.padding[0] - g.dilation[0] * (kh - 1) - 1) / g.stride[0] + 1;
+  const int64_t wo = (w + 2 * g.padding[1] - g.dilation[1] * (kw - 1) - 1) / g.stride[1] + 1;
   cc::Spec s;
-  s.x = view(x_sizes, x_format);
-  s.w = view(w_sizes, w_format);
+  s.x = view(g.x, x_format);
+  s.w = view(g.w, w_format);
   s.y = view({n, o, ho, wo}, y_format);
   s.spatial = 2;
-  s.stride[0] = kh, s.stride[1] = kw, s.dilation[0] = s.dilation[1] = 1;
-  cc::PatchProduct p;
-  if (!cc::patches_of(s, &p)) return -1;
-  auto at = [](const cc::View& v, int64_t a, int64_t b, int64_t i, int64_t j) {
-    return a * v.strides[0] + b * v.strides[1] + i * v.strides[2] + j * v.strides[3];
+  for (int d = 0; d < 2; ++d) s.stride[d] = g.stride[d], s.padding[d] = g.padding[d], s.dilation[d] = g.dilation[d];
+  cc::Im2col u;
+  if (!cc::im2col_of(s, &u)) return -1;
+  auto at = [](const int64_t* strides, int64_t a, int64_t b, int64_t i, int64_t j) {
+    return a * strides[0] + b * strides[1] + i * strides[2] + j * strides[3];
   };
   std::vector<double> x(n * c * h * w), weight(o * c * kh * kw);
   for (size_t i = 0; i < x.size(); ++i) x[i] = static_cast<double>((i * 7919) % 23) - 11;
@@ -81,33 +87,61 @@ double patch_product_error(const Dims& x_sizes, const Dims& w_sizes, cl::Format 
           double sum = 0;
           for (int64_t ch = 0; ch < c; ++ch)
             for (int64_t i = 0; i < kh; ++i)
-              for (int64_t j = 0; j < kw; ++j)
-                sum += x[at(s.x, b, ch, r * kh + i, q * kw + j)] * weight[at(s.w, k, ch, i, j)];
-          direct[at(s.y, b, k, r, q)] = sum;
+              for (int64_t j = 0; j < kw; ++j) {
+                const int64_t row = r * g.stride[0] - g.padding[0] + i * g.dilation[0];
+                const int64_t col = q * g.stride[1] - g.padding[1] + j * g.dilation[1];
+                if (row >= 0 && row < h && col >= 0 && col < w)
+                  sum += x[at(s.x.strides, b, ch, row, col)] * weight[at(s.w.strides, k, ch, i, j)];
+              }
+          direct[at(s.y.strides, b, k, r, q)] = sum;
         }
-  // The gather: its view walked in order is the dense patch matrix.
-  std::vector<double> matrix;
-  int64_t index[6] = {};
-  for (int64_t e = 0; e < p.product.rows * p.product.inner; ++e) {
-    int64_t offset = 0;
-    for (int d = 0; d < 6; ++d) offset += index[d] * p.gather_strides[d];
-    matrix.push_back(x[offset]);
-    for (int d = 5; d >= 0 && ++index[d] == p.gather_sizes[d]; --d) index[d] = 0;
+  // What the windows are gathered from: the input, or its zero-padded copy.
+  std::vector<double> source = x;
+  if (u.padded) {
+    const int64_t hp = u.padded_sizes[2], wp = u.padded_sizes[3], dense[4] = {c * hp * wp, hp * wp, wp, 1};
+    source.assign(n * c * hp * wp, 0.0);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t ch = 0; ch < c; ++ch)
+        for (int64_t i = 0; i < h; ++i)
+          for (int64_t j = 0; j < w; ++j)
+            source[at(dense, b, ch, i + g.padding[0], j + g.padding[1])] = x[at(s.x.strides, b, ch, i, j)];
   }
-  // The product into dense channels-last memory, then where the output lies.
-  std::vector<double> landing(p.product.rows * p.product.cols);
-  for (int64_t r = 0; r < p.product.rows; ++r)
-    for (int64_t k = 0; k < p.product.cols; ++k) {
-      double sum = 0;
-      for (int64_t i = 0; i < p.product.inner; ++i) sum += matrix[r * p.product.inner + i] * weight[k * p.product.inner + i];
-      landing[r * p.product.cols + k] = sum;
-    }
+  std::vector<double> matrix;  // the gather: its view walked in order
+  int64_t index[6] = {};
+  for (int64_t e = 0; e < u.product.rows * u.product.inner; ++e) {
+    int64_t offset = 0;
+    for (int d = 0; d < 6; ++d) offset += index[d] * u.gather_strides[d];
+    matrix.push_back(source[offset]);
+    for (int d = 5; d >= 0 && ++index[d] == u.gather_sizes[d]; --d) index[d] = 0;
+  }
+  // y[rows, cols] = a[rows, inner] times b[cols, inner] transposed, row-major, as run_gemm.
+  auto gemm = [](const double* a, const double* b, double* out, int64_t rows, int64_t inner, int64_t cols) {
+    for (int64_t r = 0; r < rows; ++r)
+      for (int64_t k = 0; k < cols; ++k) {
+        double sum = 0;
+        for (int64_t i = 0; i < inner; ++i) sum += a[r * inner + i] * b[k * inner + i];
+        out[r * cols + k] = sum;
+      }
+  };
   const cc::View last = view({n, o, ho, wo}, cl::Format::ChannelsLast);
-  if (p.output_in_place != (strides_of(last) == strides_of(s.y))) return 1e9;
-  for (int64_t b = 0; b < n; ++b)
-    for (int64_t k = 0; k < o; ++k)
-      for (int64_t r = 0; r < ho; ++r)
-        for (int64_t q = 0; q < wo; ++q) y[at(s.y, b, k, r, q)] = landing[at(last, b, k, r, q)];
+  const cc::View contiguous = view({n, o, ho, wo}, cl::Format::Contiguous);
+  const auto want = strides_of(s.y) == strides_of(last)         ? cc::Im2col::Output::kChannelsLast
+                    : strides_of(s.y) == strides_of(contiguous) ? cc::Im2col::Output::kContiguous
+                                                                : cc::Im2col::Output::kCopied;
+  if (u.output != want) return 1e9;
+  if (u.output == cc::Im2col::Output::kContiguous) {
+    const int64_t windows = ho * wo;
+    for (int64_t b = 0; b < n; ++b)
+      gemm(weight.data(), matrix.data() + b * windows * u.product.inner, y.data() + b * o * windows, o,
+           u.product.inner, windows);
+  } else {
+    std::vector<double> landing(u.product.rows * u.product.cols);
+    gemm(matrix.data(), weight.data(), landing.data(), u.product.rows, u.product.inner, u.product.cols);
+    for (int64_t b = 0; b < n; ++b)
+      for (int64_t k = 0; k < o; ++k)
+        for (int64_t r = 0; r < ho; ++r)
+          for (int64_t q = 0; q < wo; ++q) y[at(s.y.strides, b, k, r, q)] = landing[at(last.strides, b, k, r, q)];
+  }
   double most = 0;
   for (size_t i = 0; i < y.size(); ++i) most = std::max(most, std::fabs(y[i] - direct[i]));
   return most;
@@ -175,55 +209,69 @@ int main() {
              strides_of(moved.x) == Dims{864, 1, 144, 24, 4},
          "3-D: channels-last-3d");
 
-  // Patch embeddings: ViT-B/16's stem as Inductor hands it (channels-last), and as a model may (contiguous).
+  // im2col: ViT-B/16's patch embedding as Inductor hands it (channels-last), and as a model may (contiguous).
   cc::Spec vit = spec({2, 3, 64, 64}, {768, 3, 16, 16}, {2, 768, 4, 4}, last);
   vit.stride[0] = vit.stride[1] = 16;
   vit.dilation[0] = vit.dilation[1] = 1;
-  cc::PatchProduct patches;
-  expect(cc::patches_of(vit, &patches), "ViT-B/16's patch embedding is taken");
-  expect(patches.product.rows == 32 && patches.product.inner == 768 && patches.product.cols == 768,
+  cc::Im2col u;
+  expect(cc::im2col_of(vit, &u) && !u.padded, "ViT-B/16's patch embedding is taken, nothing padded");
+  expect(u.product.rows == 32 && u.product.inner == 768 && u.product.cols == 768,
          "its product: [32, 768] times [768, 768]");
-  expect(Dims(patches.gather_sizes, patches.gather_sizes + 6) == Dims{2, 4, 4, 16, 16, 3} &&
-             Dims(patches.gather_strides, patches.gather_strides + 6) == Dims{12288, 3072, 48, 192, 3, 1},
-         "a channels-last weight: each patch's elements in (i, j, c) order");
-  expect(patches.output_in_place, "a channels-last output: the product writes it in place");
+  expect(Dims(u.gather_sizes, u.gather_sizes + 6) == Dims{2, 4, 4, 16, 16, 3} &&
+             Dims(u.gather_strides, u.gather_strides + 6) == Dims{12288, 3072, 48, 192, 3, 1},
+         "a channels-last weight: each window's elements in (i, j, c) order, from the input as it lies");
+  expect(u.output == cc::Im2col::Output::kChannelsLast, "a channels-last output: one product writes it");
   cc::Spec vit_contiguous = vit;
   vit_contiguous.x = view({2, 3, 64, 64}, contiguous);
   vit_contiguous.w = view({768, 3, 16, 16}, contiguous);
   vit_contiguous.y = view({2, 768, 4, 4}, contiguous);
-  expect(cc::patches_of(vit_contiguous, &patches) &&
-             Dims(patches.gather_sizes, patches.gather_sizes + 6) == Dims{2, 4, 4, 3, 16, 16} &&
-             Dims(patches.gather_strides, patches.gather_strides + 6) == Dims{12288, 1024, 16, 4096, 64, 1} &&
-             !patches.output_in_place,
-         "contiguous operands: (c, i, j) order, the output through scratch");
+  expect(cc::im2col_of(vit_contiguous, &u) && Dims(u.gather_sizes, u.gather_sizes + 6) == Dims{2, 4, 4, 3, 16, 16} &&
+             Dims(u.gather_strides, u.gather_strides + 6) == Dims{12288, 1024, 16, 4096, 64, 1} &&
+             u.output == cc::Im2col::Output::kContiguous,
+         "contiguous operands: (c, i, j) order, a product per image");
+
+  // Whisper's second convolution: 1-D, padded, strided, contiguous.
+  cc::Spec conv2 = spec({1, 384, 1, 3000}, {384, 384, 1, 3}, {1, 384, 1, 1500}, contiguous);
+  conv2.stride[0] = 1, conv2.stride[1] = 2, conv2.padding[1] = 1, conv2.dilation[0] = conv2.dilation[1] = 1;
+  expect(cc::im2col_of(conv2, &u) && u.padded && Dims(u.padded_sizes, u.padded_sizes + 4) == Dims{1, 384, 1, 3002},
+         "Whisper's conv2 is taken, padded to 3002");
+  expect(Dims(u.gather_sizes, u.gather_sizes + 6) == Dims{1, 1, 1500, 384, 1, 3} &&
+             Dims(u.gather_strides, u.gather_strides + 6) == Dims{1152768, 3002, 2, 3002, 3002, 1} &&
+             u.product.rows == 1500 && u.product.inner == 1152 && u.product.cols == 384,
+         "its windows: 1500 of 384 x 3, two apart, from the padded copy");
+
   auto refused = [&](void (*change)(cc::Spec&), const char* what) {
     cc::Spec other = vit;
     change(other);
-    expect(!cc::patches_of(other, &patches), what);
+    expect(!cc::im2col_of(other, &u), what);
   };
-  refused([](cc::Spec& s) { s.padding[1] = 1; }, "padded: not taken");
-  refused([](cc::Spec& s) { s.stride[0] = 8; }, "a stride other than the kernel: not taken");
-  refused([](cc::Spec& s) { s.dilation[1] = 2; }, "dilated: not taken");
   refused([](cc::Spec& s) { s.transposed = true; }, "transposed: not taken");
   refused([](cc::Spec& s) { s.w = view({768, 1, 16, 16}, cl::Format::ChannelsLast); }, "groups: not taken");
   refused([](cc::Spec& s) { s.y = view({2, 768, 5, 4}, cl::Format::ChannelsLast); }, "another output size: not taken");
   refused([](cc::Spec& s) { s.w.strides[0] = 1, s.w.strides[1] = 768 * 256, s.w.strides[2] = 768 * 16; },
           "a weight in neither layout: not taken");
-  cc::Spec pointwise = spec({2, 8, 4, 4}, {16, 8, 1, 1}, {2, 16, 4, 4}, last);
-  pointwise.stride[0] = pointwise.stride[1] = pointwise.dilation[0] = pointwise.dilation[1] = 1;
-  expect(!cc::patches_of(pointwise, &patches), "1x1 (cublas_gemm's): not taken");
+  refused([](cc::Spec& s) { s.stride[0] = 0; }, "a zero stride: not taken");
+  refused([](cc::Spec& s) { s.dilation[1] = 5; }, "a window wider than the padded input: not taken");
+  expect(!cc::im2col_of(spec({1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}, {1, 8, 4, 4, 4}, contiguous), &u), "3-D: not taken");
 
-  // Both ways give the same numbers, over every layout and sizes that leave rows and columns unread.
-  for (cl::Format xf : {last, contiguous})
-    for (cl::Format wf : {last, contiguous})
-      for (cl::Format yf : {last, contiguous}) {
-        const std::string layouts = std::string(xf == last ? "x last" : "x contiguous") +
-                                    (wf == last ? ", w last" : ", w contiguous") +
-                                    (yf == last ? ", y last" : ", y contiguous");
-        expect(patch_product_error({2, 3, 9, 10}, {5, 3, 4, 3}, xf, wf, yf) == 0, "9x10 by 4x3 patches, " + layouts);
-        expect(patch_product_error({1, 4, 1, 12}, {6, 4, 1, 4}, xf, wf, yf) == 0, "1-D, patches of 4, " + layouts);
-        expect(patch_product_error({3, 1, 8, 8}, {2, 1, 2, 2}, xf, wf, yf) == 0, "one channel, " + layouts);
-      }
+  // Both ways give the same numbers, over every layout and geometry: patches that leave rows and columns
+  // unread, a 1-D one padded and strided, a dilated one, one channel, and a 3x3 padded.
+  const Geometry geometries[] = {{{2, 3, 9, 10}, {5, 3, 4, 3}, {4, 3}, {0, 0}, {1, 1}},
+                                 {{1, 4, 1, 12}, {6, 4, 1, 3}, {1, 2}, {0, 1}, {1, 1}},
+                                 {{2, 2, 7, 8}, {3, 2, 2, 3}, {1, 2}, {1, 2}, {2, 1}},
+                                 {{3, 1, 8, 8}, {2, 1, 2, 2}, {2, 2}, {0, 0}, {1, 1}},
+                                 {{1, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}}};
+  for (const Geometry& g : geometries)
+    for (cl::Format xf : {last, contiguous})
+      for (cl::Format wf : {last, contiguous})
+        for (cl::Format yf : {last, contiguous}) {
+          const std::string what = "x " + std::to_string(g.x[2]) + "x" + std::to_string(g.x[3]) + " w " +
+                                   std::to_string(g.w[2]) + "x" + std::to_string(g.w[3]) +
+                                   (xf == last ? ", x last" : ", x contiguous") +
+                                   (wf == last ? ", w last" : ", w contiguous") +
+                                   (yf == last ? ", y last" : ", y contiguous");
+          expect(im2col_error(g, xf, wf, yf) == 0, what);
+        }
 
   std::printf("%d checks, %d failures\n", checks, failures);
   return failures ? 1 : 0;

@@ -279,7 +279,8 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
     assert_results_match(plain, gemm, {"f32": 5e-3, "f16": 2e-2, "bias": 5e-3, "strided": 5e-3})
 
 
-# Patch embeddings (conv_view.h's patches_of: kernel = stride, unpadded):
+# Patch embeddings (kernel = stride, unpadded: conv_alternatives.cpp offers
+# them im2col):
 # ViT-B/16's and ConvNeXt's stems channels-last in float32 (TF32), one on
 # contiguous float16 operands with a bias whose last rows and columns are
 # past the last whole patch; and a padded one, which is not a patch
@@ -306,7 +307,7 @@ PATCH_INPUTS = ("input [2, 3, 64, 64] strides [12288, 1, 192, 3], weight [768,",
                 "output [2, 96, 16, 16]")
 
 
-def test_a_patch_embedding_times_a_gather_and_one_product_and_a_recorded_one_runs_right(tmp_path):
+def test_a_patch_embedding_times_im2col_and_one_product_and_a_recorded_one_runs_right(tmp_path):
     """Tuned, each convolution whose kernel is its stride, unpadded, also
     times its patches gathered by one copy and one cuBLAS product (the
     padded one does not); a record naming it makes the next process run it,
@@ -314,16 +315,16 @@ def test_a_patch_embedding_times_a_gather_and_one_product_and_a_recorded_one_run
     plain, _ = run(tmp_path, program=PATCHES, name="plain")
     cache = tmp_path / "cache"
     _tuned, log = run(tmp_path, program=PATCHES, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
-    timed = [ln for ln in log if "cuDNN tuning timed cublas_patches" in ln]
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_im2col" in ln]
     assert len(timed) == 3 and all(any(key in ln for ln in timed) for key in PATCH_INPUTS), "\n".join(log)
-    assert not any("cublas_patches" in ln and ("leaves out" in ln or "padding [1, 1]" in ln) for ln in log), \
+    assert not any("cublas_im2col" in ln and ("leaves out" in ln or "padding [1, 1]" in ln) for ln in log), \
         "\n".join(log)
 
-    # Every record the patches: the three then run them from the start; the
-    # padded key, which never offers them, measures again.
-    record_everywhere(cache, "cublas_patches")
+    # Every record im2col: the three then run it from the start; the padded
+    # key, which never offers it, measures again.
+    record_everywhere(cache, "cublas_im2col")
     patches, log = run(tmp_path, program=PATCHES, name="patches", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
-    assert sum("cublas_patches (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
+    assert sum("cublas_im2col (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log if "padding [0, 0]" in ln), "\n".join(log)
     assert_results_match(plain, patches, {"vit": 5e-3, "contiguous": 2e-2, "convnext": 5e-3, "padded": 5e-3})
 
@@ -351,7 +352,7 @@ STEM_INPUTS = ("input [2, 3, 224, 224]", "input [2, 3, 64, 64]")
 def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_runs_right(tmp_path):
     """Tuned, each channels-last convolution of three channels also times
     the same one on channels padded to 16-byte rows (the waveform's, on
-    contiguous operands, is offered the channels-last route instead); a
+    contiguous operands, is offered im2col instead); a
     record naming the padding makes the next process run it (input and
     weight padded every call), with the heuristics' engine's results, and
     the waveform's key, which does not offer it, measures again."""
@@ -374,12 +375,13 @@ def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_
 
 
 # Whisper's front end: 1-D convolutions on contiguous operands, as Inductor
-# leaves them (conv_alternatives.h's channels-last route), in float32
-# (TF32) and float16.
+# leaves them, padded, the second strided, in float32 (TF32) and float16
+# (conv_alternatives.cpp offers them im2col), batch 2 so that the output
+# takes a product per image.
 FRONT_END = PRELUDE + """
 rng = np.random.default_rng(3)
-for name, dtype, x_shape, w_shape, stride in (("conv1", "float32", (1, 80, 3000), (384, 80, 3), 1),
-                                              ("conv2", "float16", (1, 384, 3000), (384, 384, 3), 2)):
+for name, dtype, x_shape, w_shape, stride in (("conv1", "float32", (2, 80, 3000), (384, 80, 3), 1),
+                                              ("conv2", "float16", (2, 384, 3000), (384, 384, 3), 2)):
     x = dense(rng.standard_normal(x_shape), "cuda:0", dtype)[0]
     w = dense(rng.standard_normal(w_shape) / np.sqrt(w_shape[1] * 3), "cuda:0", dtype)[0]
     for call in range(3):
@@ -390,20 +392,54 @@ print("CALLS OK")
 """
 
 
-def test_a_contiguous_convolution_times_channels_last_copies_and_a_recorded_route_runs_right(tmp_path):
-    """Tuned, each contiguous 1-D convolution also times the same one on
-    channels-last copies of its operands (its result copied back); a record
-    naming it makes the next process run it, with the heuristics' engine's
-    results."""
+def test_a_1d_convolution_times_im2col_and_a_recorded_one_runs_right(tmp_path):
+    """Tuned, each contiguous 1-D convolution also times im2col (its input
+    padded into scratch, its windows gathered, one product per image); a
+    record naming it makes the next process run it, with the heuristics'
+    engine's results."""
     plain, _ = run(tmp_path, program=FRONT_END, name="plain")
     cache = tmp_path / "cache"
     _tuned, log = run(tmp_path, program=FRONT_END, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_im2col" in ln]
+    assert len(timed) == 2 and not any("cublas_im2col" in ln and "leaves out" in ln for ln in log), "\n".join(log)
+
+    assert record_everywhere(cache, "cublas_im2col") == 2
+    im2col, log = run(tmp_path, program=FRONT_END, name="im2col", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cublas_im2col (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
+    assert_results_match(plain, im2col, {"conv1": 5e-3, "conv2": 2e-2})
+
+
+# 2-D and 3-D convolutions on contiguous operands (conv_alternatives.h's
+# channels-last route), in float32 (TF32) and float16.
+CONTIGUOUS = PRELUDE + """
+rng = np.random.default_rng(5)
+for name, dtype, x_shape, w_shape in (("conv2d", "float32", (2, 64, 28, 28), (64, 64, 3, 3)),
+                                      ("conv3d", "float16", (1, 16, 8, 12, 12), (32, 16, 3, 3, 3))):
+    x = dense(rng.standard_normal(x_shape), "cuda:0", dtype)[0]
+    w = dense(rng.standard_normal(w_shape) / np.sqrt(np.prod(w_shape[1:])), "cuda:0", dtype)[0]
+    for call in range(3):
+        status, out = t.conv(x, w, padding=(1,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+
+
+def test_a_contiguous_convolution_times_channels_last_copies_and_a_recorded_route_runs_right(tmp_path):
+    """Tuned, each contiguous 2-D and 3-D convolution also times the same
+    one on channels-last copies of its operands (its result copied back); a
+    record naming it makes the next process run it, with the heuristics'
+    engine's results."""
+    plain, _ = run(tmp_path, program=CONTIGUOUS, name="plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run(tmp_path, program=CONTIGUOUS, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     timed = [ln for ln in log if "cuDNN tuning timed cudnn_channels_last" in ln]
     assert len(timed) == 2 and not any("cudnn_channels_last" in ln and "leaves out" in ln for ln in log), \
         "\n".join(log)
 
     assert record_everywhere(cache, "cudnn_channels_last") == 2
-    route, log = run(tmp_path, program=FRONT_END, name="route", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    route, log = run(tmp_path, program=CONTIGUOUS, name="route", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
     assert sum("cudnn_channels_last (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
-    assert_results_match(plain, route, {"conv1": 5e-3, "conv2": 2e-2})
+    assert_results_match(plain, route, {"conv2d": 5e-3, "conv3d": 2e-2})

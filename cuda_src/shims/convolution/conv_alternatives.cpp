@@ -18,7 +18,7 @@ namespace conv_cuda {
 namespace {
 
 constexpr const char* kChannelsLastEngine = "cudnn_channels_last";
-constexpr const char* kPatchesEngine = "cublas_patches";
+constexpr const char* kIm2colEngine = "cublas_im2col";
 
 // The plan of `p`, another convolution an alternative of `main` (the
 // call's own plan) runs instead: cuDNN's heuristics' engine for it, cached
@@ -55,44 +55,97 @@ struct GemmCall {
   }
 };
 
-// cublas_patches (conv_view.h's patches_of), one call of it: the input's
-// patches gathered by one strided copy into pool memory, one GEMM with the
-// weight as it lies, into the output where it is dense channels-last, else
-// into channels-last scratch copied into it.
-struct PatchesCall {
+// cublas_im2col (conv_view.h's im2col_of), one call of it: the input
+// copied into zeroed scratch where the convolution pads, its windows
+// gathered by one strided copy into a dense matrix, then cuBLAS: one GEMM
+// into a channels-last output, one per image into a contiguous one (the
+// weight times the image's windows transposed), else one into
+// channels-last scratch copied into the output.
+struct Im2colCall {
   const Spec& s;
-  PatchProduct patches;
+  Im2col im2col;
   const Operands& ops;
   int device;
   const StreamRef& stream;
+
+  // A dense new tensor of `ndim` `sizes` in the call's dtype, ordered on its stream.
+  aotirt_status dense(int64_t ndim, const int64_t* sizes, Tensor* out) const {
+    Tensor t;
+    t.ndim = ndim;
+    t.dtype = s.dtype;
+    std::memcpy(t.sizes, sizes, static_cast<size_t>(ndim) * sizeof(int64_t));
+    contiguous_strides(ndim, t.sizes, t.strides);
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(t.numel()) * t.itemsize(), AOTIRT_DEVICE_CUDA, device, stream,
+                                &t.storage));
+    t.stream = stream;
+    *out = std::move(t);
+    return AOTIRT_OK;
+  }
+
   static aotirt_status run(const void* call) {
-    const PatchesCall& c = *static_cast<const PatchesCall*>(call);
-    const PatchProduct& p = c.patches;
-    Tensor source = *c.ops.x;  // the input seen as its patches: a view, no data moved
-    source.ndim = 6;
-    std::memcpy(source.sizes, p.gather_sizes, sizeof(p.gather_sizes));
-    std::memcpy(source.strides, p.gather_strides, sizeof(p.gather_strides));
-    Tensor matrix;  // the same sizes, dense: [N*Ho*Wo, K]
-    matrix.ndim = 6;
-    matrix.dtype = source.dtype;
-    std::memcpy(matrix.sizes, p.gather_sizes, sizeof(p.gather_sizes));
-    contiguous_strides(6, matrix.sizes, matrix.strides);
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(matrix.numel()) * matrix.itemsize(), AOTIRT_DEVICE_CUDA, c.device,
-                                c.stream, &matrix.storage));
-    matrix.stream = c.stream;
+    const Im2colCall& c = *static_cast<const Im2colCall*>(call);
+    const Im2col& u = c.im2col;
+    Tensor source = *c.ops.x;  // what the windows are gathered from: the input's 4-D view, or its padded copy
+    source.ndim = 4;
+    std::memcpy(source.sizes, c.s.x.sizes, sizeof(c.s.x.sizes[0]) * 4);
+    std::memcpy(source.strides, c.s.x.strides, sizeof(c.s.x.strides[0]) * 4);
+    if (u.padded) {
+      Tensor padded;
+      AOTIRT_TRY(c.dense(4, u.padded_sizes, &padded));
+      AOTIRT_CUDA_TRY(cudaMemsetAsync(padded.data(), 0, static_cast<size_t>(padded.numel()) * padded.itemsize(),
+                                      c.stream->handle));
+      Tensor interior = padded;  // where the input lies in it
+      std::memcpy(interior.sizes, c.s.x.sizes, sizeof(c.s.x.sizes[0]) * 4);
+      interior.storage_offset = c.s.padding[0] * u.padded_sizes[3] + c.s.padding[1];
+      AOTIRT_TRY(copy_device_to_device(interior, source, c.stream.get()));
+      source = std::move(padded);
+    }
+    source.ndim = 6;  // the windows: a view, no data moved
+    std::memcpy(source.sizes, u.gather_sizes, sizeof(u.gather_sizes));
+    std::memcpy(source.strides, u.gather_strides, sizeof(u.gather_strides));
+    Tensor matrix;  // [N*Ho*Wo, K]
+    AOTIRT_TRY(c.dense(6, u.gather_sizes, &matrix));
     AOTIRT_TRY(copy_device_to_device(matrix, source, c.stream.get()));
-    if (p.output_in_place)
-      return run_gemm(kName, p.product, c.s.dtype, c.s.tf32, matrix.data(), c.ops.w->data(), c.ops.y->data(),
-                      c.device, c.stream);
+    const void* weight = c.ops.w->data();
+    if (u.output == Im2col::Output::kChannelsLast)
+      return run_gemm(kName, u.product, c.s.dtype, c.s.tf32, matrix.data(), weight, c.ops.y->data(), c.device,
+                      c.stream);
+    if (u.output == Im2col::Output::kContiguous) {
+      // Per image: y[n] [O, Ho*Wo] = weight [O, K] times its windows [Ho*Wo, K] transposed.
+      const int64_t images = c.s.x.sizes[0], windows = u.product.rows / images;
+      const conv_layout::MatmulShape per_image{u.product.cols, u.product.inner, windows};
+      const size_t item = dtype_itemsize(c.s.dtype);
+      for (int64_t n = 0; n < images; ++n)
+        AOTIRT_TRY(run_gemm(kName, per_image, c.s.dtype, c.s.tf32, weight,
+                            static_cast<const char*>(matrix.data()) + n * windows * u.product.inner * item,
+                            static_cast<char*>(c.ops.y->data()) + n * u.product.cols * windows * item, c.device,
+                            c.stream));
+      return AOTIRT_OK;
+    }
     int64_t channels_last[4];
     conv_layout::format_strides(4, c.s.y.sizes, conv_layout::Format::ChannelsLast, channels_last);
     Tensor landing;
     AOTIRT_TRY(scratch(*c.ops.y, channels_last, c.stream, &landing));
-    AOTIRT_TRY(run_gemm(kName, p.product, c.s.dtype, c.s.tf32, matrix.data(), c.ops.w->data(), landing.data(),
-                        c.device, c.stream));
+    AOTIRT_TRY(run_gemm(kName, u.product, c.s.dtype, c.s.tf32, matrix.data(), weight, landing.data(), c.device,
+                        c.stream));
     return copy_device_to_device(*c.ops.y, landing, c.stream.get());
   }
 };
+
+// Where cublas_im2col is offered: where, in torch alone on an H100, im2col
+// and one product beat cuDNN by far (bench/runs/s21-h100-tuning.md): a
+// patch embedding (kernel = stride, unpadded: ViT-B/16's, 9 against 58 us)
+// and a 1-D convolution (Whisper's front end: 18 and 26 against 20 and 37
+// us). For the RGB stems it was up to twice as slow (44 against 25 us for
+// resnet18's).
+bool im2col_offered(const Spec& s, Im2col* u) {
+  if (!im2col_of(s, u) || !gemm_offered(u->product)) return false;
+  const int64_t kh = s.w.sizes[2], kw = s.w.sizes[3];
+  const bool patches = !u->padded && s.stride[0] == kh && s.stride[1] == kw && s.dilation[0] == 1 &&
+                       s.dilation[1] == 1 && kh * kw > 1;
+  const bool one_d = s.x.sizes[2] == 1 && kh == 1;
+  return patches || one_d;
+}
 
 // cudnn_padded_channels (conv_view.h's padded_spec), one call of it: input
 // and weight padded into pool memory (every call: the weight may change
@@ -158,8 +211,8 @@ const char* offered_alternative(const Spec& s) {
   conv_layout::MatmulShape product;
   Spec other;
   if (matmul_of(s, &product) && gemm_offered(product)) return kGemmEngine;
-  PatchProduct patches;
-  if (patches_of(s, &patches) && gemm_offered(patches.product)) return kPatchesEngine;
+  Im2col im2col;
+  if (im2col_offered(s, &im2col)) return kIm2colEngine;
   if (padded_spec(s, dtype_itemsize(s.dtype), &other)) return kPaddedChannelsEngine;
   if (channels_last_spec(s, &other)) return kChannelsLastEngine;
   return "";
@@ -175,10 +228,10 @@ aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx
     const cudnn::Alternative gemm{kGemmEngine, &GemmCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gemm);
   }
-  PatchProduct patches;
-  if (plan.alternative == kPatchesEngine && patches_of(s, &patches)) {
-    PatchesCall call{s, patches, ops, ctx.device, stream};
-    const cudnn::Alternative gather_and_gemm{kPatchesEngine, &PatchesCall::run, &call};
+  Im2col im2col;
+  if (plan.alternative == kIm2colEngine && im2col_of(s, &im2col)) {
+    Im2colCall call{s, im2col, ops, ctx.device, stream};
+    const cudnn::Alternative gather_and_gemm{kIm2colEngine, &Im2colCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gather_and_gemm);
   }
   if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, dtype_itemsize(s.dtype), &other)) {

@@ -99,50 +99,64 @@ inline bool channels_last_spec(const Spec& s, Spec* cl) {
   return moved;
 }
 
-// The tuning's cublas_patches alternative: a convolution whose kernel is
-// its stride, unpadded, undilated, of one group (a patch embedding: ViT's
-// 16x16 stride-16 stem). Its patches do not overlap, so one strided copy of
-// the input (the view `gather` names, of N, Ho, Wo and a patch's K
-// elements) lays them out as a dense [N*Ho*Wo, K] matrix; that times the
-// weight, a dense [O, K] matrix as it lies, is the output as a dense
-// channels-last [N*Ho*Wo, O]. A patch's K elements run in the order the
-// weight lies: (c, i, j) for a contiguous weight, (i, j, c) for a
-// channels-last one. Rows and columns past the last whole patch are not
-// read, as the convolution does not read them. In torch alone on an H100,
-// ViT-B/16's took 9 us so against cuDNN's 58 (bench/runs/s21-h100-tuning.md).
-struct PatchProduct {
-  conv_layout::MatmulShape product;                      // rows N*Ho*Wo, inner K = C*kh*kw, cols O
-  int64_t gather_sizes[6] = {}, gather_strides[6] = {};  // a view of the input, in its elements
-  bool output_in_place = false;  // the output is dense channels-last: the product writes it as it lies
+// The tuning's cublas_im2col alternative: a single-group 2-D convolution
+// (a 1-D one as its [N, C, 1, L] view) as one matrix product, as im2col
+// makes it. The input, zero-padded into scratch where the convolution pads
+// (`padded`), has its windows gathered by one strided copy (the view
+// `gather` names: N, Ho, Wo, then a window's K elements) into a dense
+// [N*Ho*Wo, K] matrix, and that times the weight as it lies, a dense
+// [O, K] matrix, is the output as a dense channels-last [N*Ho*Wo, O]. A
+// window's K elements run in the order the weight lies: (c, i, j) for a
+// contiguous weight, (i, j, c) for a channels-last one. A contiguous output
+// is instead per image the weight times that image's windows transposed,
+// [O, Ho*Wo]; any other output is written channels-last into scratch and
+// copied. Which convolutions offer it is conv_alternatives.cpp's choice.
+struct Im2col {
+  enum class Output { kChannelsLast, kContiguous, kCopied };
+  bool padded = false;           // the input is copied into a zeroed [N, C, Hp, Wp] first
+  int64_t padded_sizes[4] = {};  // [N, C, H + 2ph, W + 2pw] where padded
+  int64_t gather_sizes[6] = {}, gather_strides[6] = {};  // a view of the padded copy, else of the input
+  conv_layout::MatmulShape product;  // rows N*Ho*Wo, inner K = C*kh*kw, cols O
+  Output output = Output::kCopied;
 };
 
-inline bool patches_of(const Spec& s, PatchProduct* out) {
+inline bool im2col_of(const Spec& s, Im2col* out) {
   if (s.transposed || s.x.ndim != 4 || s.w.ndim != 4 || s.y.ndim != 4) return false;
   const int64_t n = s.x.sizes[0], c = s.x.sizes[1], h = s.x.sizes[2], w = s.x.sizes[3];
   const int64_t o = s.w.sizes[0], kh = s.w.sizes[2], kw = s.w.sizes[3];
-  if (s.w.sizes[1] != c || kh < 1 || kw < 1 || kh * kw < 2) return false;  // 1x1: cublas_gemm's
-  if (s.stride[0] != kh || s.stride[1] != kw || s.padding[0] != 0 || s.padding[1] != 0 || s.dilation[0] != 1 ||
-      s.dilation[1] != 1)
-    return false;
-  const int64_t ho = h / kh, wo = w / kw;
-  if (n < 1 || c < 1 || o < 1 || ho < 1 || wo < 1 || s.y.sizes[0] != n || s.y.sizes[1] != o ||
-      s.y.sizes[2] != ho || s.y.sizes[3] != wo)
-    return false;
+  if (s.w.sizes[1] != c || n < 1 || c < 1 || o < 1 || kh < 1 || kw < 1) return false;
+  for (int d = 0; d < 2; ++d)
+    if (s.stride[d] < 1 || s.padding[d] < 0 || s.dilation[d] < 1) return false;
+  const int64_t hp = h + 2 * s.padding[0], wp = w + 2 * s.padding[1];
+  const int64_t reach_h = s.dilation[0] * (kh - 1) + 1, reach_w = s.dilation[1] * (kw - 1) + 1;
+  if (hp < reach_h || wp < reach_w) return false;
+  const int64_t ho = (hp - reach_h) / s.stride[0] + 1, wo = (wp - reach_w) / s.stride[1] + 1;
+  if (s.y.sizes[0] != n || s.y.sizes[1] != o || s.y.sizes[2] != ho || s.y.sizes[3] != wo) return false;
   int64_t packed[5];
-  // Where both hold (one channel, say), both orders are the same memory.
+  // Where both hold (one channel, or a 1x1 kernel), both orders are the same memory.
   const bool weight_contiguous = packed_as(s.w, conv_layout::Format::Contiguous, packed);
   if (!weight_contiguous && !packed_as(s.w, conv_layout::Format::ChannelsLast, packed)) return false;
-  const int64_t* xs = s.x.strides;
-  const int64_t sizes_cij[6] = {n, ho, wo, c, kh, kw}, strides_cij[6] = {xs[0], kh * xs[2], kw * xs[3],
-                                                                          xs[1], xs[2], xs[3]};
-  const int64_t sizes_ijc[6] = {n, ho, wo, kh, kw, c}, strides_ijc[6] = {xs[0], kh * xs[2], kw * xs[3],
-                                                                          xs[2], xs[3], xs[1]};
-  PatchProduct p;
-  p.product = conv_layout::MatmulShape{n * ho * wo, c * kh * kw, o};
-  std::memcpy(p.gather_sizes, weight_contiguous ? sizes_cij : sizes_ijc, sizeof(p.gather_sizes));
-  std::memcpy(p.gather_strides, weight_contiguous ? strides_cij : strides_ijc, sizeof(p.gather_strides));
-  p.output_in_place = packed_as(s.y, conv_layout::Format::ChannelsLast, packed);
-  *out = p;
+  Im2col u;
+  u.padded = s.padding[0] != 0 || s.padding[1] != 0;
+  int64_t from[4];  // the strides of what the windows are gathered from: N, C, H, W
+  if (u.padded) {  // a dense contiguous copy
+    const int64_t sizes[4] = {n, c, hp, wp}, strides[4] = {c * hp * wp, hp * wp, wp, 1};
+    std::memcpy(u.padded_sizes, sizes, sizeof(sizes));
+    std::memcpy(from, strides, sizeof(from));
+  } else {
+    std::memcpy(from, s.x.strides, sizeof(from));
+  }
+  const int64_t step_h = s.stride[0] * from[2], step_w = s.stride[1] * from[3];
+  const int64_t in_h = s.dilation[0] * from[2], in_w = s.dilation[1] * from[3];
+  const int64_t sizes_cij[6] = {n, ho, wo, c, kh, kw}, strides_cij[6] = {from[0], step_h, step_w, from[1], in_h, in_w};
+  const int64_t sizes_ijc[6] = {n, ho, wo, kh, kw, c}, strides_ijc[6] = {from[0], step_h, step_w, in_h, in_w, from[1]};
+  std::memcpy(u.gather_sizes, weight_contiguous ? sizes_cij : sizes_ijc, sizeof(u.gather_sizes));
+  std::memcpy(u.gather_strides, weight_contiguous ? strides_cij : strides_ijc, sizeof(u.gather_strides));
+  u.product = conv_layout::MatmulShape{n * ho * wo, c * kh * kw, o};
+  u.output = packed_as(s.y, conv_layout::Format::ChannelsLast, packed)  ? Im2col::Output::kChannelsLast
+             : packed_as(s.y, conv_layout::Format::Contiguous, packed) ? Im2col::Output::kContiguous
+                                                                       : Im2col::Output::kCopied;
+  *out = u;
   return true;
 }
 
