@@ -175,18 +175,20 @@ def _spinner(device):
 
 
 class AotirtClock:
-    """aotirt's shared stream of device 0: a GpuTimer with cuda.bindings
-    events on it, and its wait, which is the copy routine (the one rule)."""
+    """aotirt's shared stream of device 0 (or `stream`, an aotirt.Stream of
+    device 0): a GpuTimer with cuda.bindings events on it, and its wait,
+    which is the copy routine (the one rule)."""
 
-    def __init__(self):
+    def __init__(self, stream=None):
         import numpy as np
 
         import aotirt
 
         self._aotirt = aotirt
-        self.stream = aotirt.Stream.shared(0)    # held: the shims' and the handles' work runs on it
+        # Held: the shims' and the handles' work runs on it.
+        self.stream = stream if stream is not None else aotirt.Stream.shared(0)
         address = self.stream.__cuda_stream__()[1]
-        self._marker = aotirt.asarray(np.zeros(1, np.float32), device=0)
+        self._marker = aotirt.asarray(np.zeros(1, np.float32), device=0, stream=self.stream)
         spinner, self.note = _spinner(0)
         self.timer = GpuTimer(address, RuntimeEvents(address), spinner)
 

@@ -10,14 +10,18 @@ order reversed every other round:
     pinned, pinned to the other CPUs (AOTIRT_BENCH_PIN, bench/affinity.py);
   - local/side: pinned locally, torch's worker on a stream of its own
     rather than the legacy default stream (AOTIRT_BENCH_TORCH_STREAM=side,
-    bench/zoo.py), as aotirt runs on a non-blocking stream of its own.
+    bench/zoo.py), as aotirt runs on a non-blocking stream of its own;
+  - local/legacy: pinned locally, aotirt's worker on the legacy default
+    stream (AOTIRT_BENCH_AOTIRT_STREAM=legacy), as torch's runner runs.
 For each run and model: aotirt's GPU time over torch's single-threaded
 runner's (what the zoo target judges), and aotirt's eager GPU time over its
 graph replay's (the launches' share). If these move with the run and not
 with the variant, neither the workers' placement nor the kind of stream is
 the cause; if "remote" runs are the slow ones, placement is; if torch's
 runner slows on its own stream ("local/side" over "local"), the kind of
-stream is. One JSON row per run and model, then one per variant with the
+stream is, and then "local/legacy" should move aotirt's figure the other
+way. On an H100 (session 21, one round) "local/side" took the median from
+1.016 to 0.974. One JSON row per run and model, then one per variant with the
 medians, on stdout (and appended to --out).
 """
 
@@ -37,7 +41,8 @@ from zoo import TORCH_SINGLE_THREADED as TORCH  # noqa: E402
 # Each variant's label and its environment.
 VARIANTS = {"local": {"AOTIRT_BENCH_PIN": "local"}, "0": {"AOTIRT_BENCH_PIN": "0"},
             "remote": {"AOTIRT_BENCH_PIN": "remote"},
-            "local/side": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_TORCH_STREAM": "side"}}
+            "local/side": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_TORCH_STREAM": "side"},
+            "local/legacy": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_AOTIRT_STREAM": "legacy"}}
 DEFAULT_MODELS = "resnet18,mobilenet_v2,gemma_f32,bert_f32,vit_b_16"
 
 

@@ -29,8 +29,10 @@ every model, and its time per call at most torch's runner's.
 
 AOTIRT_BENCH_TORCH_STREAM=side runs the torch worker on a stream of its own
 (torch.cuda.Stream) instead of the legacy default stream, as aotirt runs on
-a non-blocking stream of its own: a diagnostic (bench/probe_workers.py),
-not how the benchmark compares them.
+a non-blocking stream of its own; AOTIRT_BENCH_AOTIRT_STREAM=legacy runs the
+aotirt worker (its handles, inputs and clock) on the legacy default stream,
+as torch's runner runs: diagnostics (bench/probe_workers.py), not how the
+benchmark compares them.
 """
 
 import argparse
@@ -102,7 +104,11 @@ class AotirtWorker:
         import aotirt
 
         self.aotirt = aotirt
-        self.clock = clock = AotirtClock()
+        # The stream its handles, inputs and clock use: the shared stream, or
+        # for the diagnostic the legacy default stream (0).
+        legacy = os.environ.get("AOTIRT_BENCH_AOTIRT_STREAM") == "legacy"
+        self.stream = aotirt.Stream.from_external(0, device=0) if legacy else None
+        self.clock = clock = AotirtClock(self.stream)
         self.wait, self.note = clock.wait, clock.note
         self.figures = Figures(clock.timer, clock.wait)
         self.handle = self.graph = None
@@ -121,8 +127,8 @@ class AotirtWorker:
             note = "missing: " + ", ".join(missing)
             return {"est_us": None, "notes": dict.fromkeys(AOTIRT_RUNNERS, note),
                     "check": {"ran": False, "missing": missing}}
-        self.handle = aotirt.load(package)
-        self.inputs = zoo_check.aotirt_inputs(folder, meta)
+        self.handle = aotirt.load(package, stream=self.stream)
+        self.inputs = zoo_check.aotirt_inputs(folder, meta, stream=self.stream)
         run = lambda: self.handle.run(self.inputs)  # noqa: E731
         worst = {"eager": zoo_check.worst_output(zoo_check.host_outputs(run(), meta), folder, meta)}
         for _ in range(3):

@@ -36,11 +36,12 @@ def _saved_inputs(folder, meta):
     return [(np.load(os.path.join(folder, f"input{i}.npy")), dtype) for i, dtype in enumerate(meta["inputs"])]
 
 
-def aotirt_inputs(folder, meta):
-    """The model's inputs as aotirt tensors on cuda:0."""
+def aotirt_inputs(folder, meta, stream=None):
+    """The model's inputs as aotirt tensors on cuda:0 (made on `stream`, an
+    aotirt.Stream, else the shared stream)."""
     import aotirt
 
-    return [aotirt.asarray(array, device=0, dtype="bfloat16" if dtype == "bfloat16" else None)
+    return [aotirt.asarray(array, device=0, stream=stream, dtype="bfloat16" if dtype == "bfloat16" else None)
             for array, dtype in _saved_inputs(folder, meta)]
 
 

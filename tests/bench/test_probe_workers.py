@@ -38,10 +38,12 @@ def test_medians_per_pinning_leave_out_missing_figures():
                                    "remote": {"aotirt/torch": 1.1, "eager/graph": 1.3}}
 
 
-def test_each_variant_sets_the_pinning_and_only_local_side_moves_torch_off_the_default_stream():
+def test_each_variant_sets_the_pinning_and_one_each_moves_a_side_to_the_other_kind_of_stream():
     assert {v: env["AOTIRT_BENCH_PIN"] for v, env in probe.VARIANTS.items()} == {
-        "local": "local", "0": "0", "remote": "remote", "local/side": "local"}
+        "local": "local", "0": "0", "remote": "remote", "local/side": "local", "local/legacy": "local"}
     assert [v for v, env in probe.VARIANTS.items() if env.get("AOTIRT_BENCH_TORCH_STREAM") == "side"] == ["local/side"]
+    assert [v for v, env in probe.VARIANTS.items()
+            if env.get("AOTIRT_BENCH_AOTIRT_STREAM") == "legacy"] == ["local/legacy"]
 
 
 def test_an_unknown_variant_is_refused_before_anything_runs(monkeypatch, capsys):
