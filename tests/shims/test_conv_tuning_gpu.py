@@ -7,12 +7,12 @@ a second process builds the recorded engine (in the wide mode possibly a
 configuration the heuristics do not list) and measures nothing; the
 results are those of the heuristics' engine within the dtype's tolerance
 (a depthwise convolution too, where the cold measurement chose engines 10x
-slower); the alternatives (cuBLAS's GEMM for a 1x1, a patch embedding's
-gather and product, padded channels, channels-last copies) are timed
-where offered and run right when recorded; the wide mode measures more
-configurations than the list; an
-engine the host takes milliseconds to queue is left out untimed; and the
-host never waits for the measuring (the wait counter)."""
+slower); the alternatives (cuBLAS's GEMM for a 1x1; im2col and one
+product for a patch embedding, a stem and a 1-D convolution; channels-last
+copies for other contiguous ones) are timed where offered and run right
+when recorded; the wide mode measures more configurations than the list;
+an engine the host takes milliseconds to queue is left out untimed; and
+the host never waits for the measuring (the wait counter)."""
 
 import os
 import re
@@ -159,7 +159,7 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
         from support.shims import dense, read, view
         rng = np.random.default_rng(0)
         # Contiguous operands (the channels-last copies are measured beside
-        # cuDNN's engines), and a channels-last stem (so are padded channels).
+        # cuDNN's engines), and a channels-last stem (so is im2col).
         x, _ = dense(rng.standard_normal((2, 16, 14, 14)), "cuda:0", "float16")
         w, _ = dense(rng.standard_normal((32, 16, 3, 3)), "cuda:0", "float16")
         stem_x, _ = view(rng.standard_normal(2 * 3 * 32 * 32), (2, 3, 32, 32), (3072, 1, 96, 3), 0, "cuda:0",
@@ -179,7 +179,7 @@ def test_tuning_never_waits(tmp_path, monkeypatch, mode):
 
 # Calls queued back to back, a bias on each (a launch of aotirt's own
 # kernel, checked with cudaGetLastError): the first queues a round of the
-# measurement behind a 1 ms hold of the GPU, so the next ones poll it while
+# measurement behind a hold of the GPU, so the next ones poll it while
 # it still runs and get "not ready", which CUDA keeps as its last error
 # unless it is cleared; every call must succeed, with the untuned results.
 # The reads let each round finish, so that the last call chooses.
@@ -280,11 +280,10 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
 
 
 # Patch embeddings (kernel = stride, unpadded: conv_alternatives.cpp offers
-# them im2col):
-# ViT-B/16's and ConvNeXt's stems channels-last in float32 (TF32), one on
-# contiguous float16 operands with a bias whose last rows and columns are
-# past the last whole patch; and a padded one, which is not a patch
-# embedding.
+# them im2col): ViT-B/16's and ConvNeXt's stems channels-last in float32
+# (TF32), one on contiguous float16 operands with a bias whose last rows
+# and columns are past the last whole patch; and a padded one of eight
+# channels, which is neither a patch embedding nor a stem.
 PATCHES = PRELUDE + """
 rng = np.random.default_rng(4)
 def contiguous(shape, dtype):
@@ -293,7 +292,7 @@ for name, dtype, layout, x_shape, w_shape, bias, stride, padding in (
         ("vit", "float32", nhwc, (2, 3, 64, 64), (768, 3, 16, 16), False, 16, 0),
         ("contiguous", "float16", contiguous, (2, 3, 36, 40), (64, 3, 8, 8), True, 8, 0),
         ("convnext", "float32", nhwc, (2, 3, 64, 64), (96, 3, 4, 4), False, 4, 0),
-        ("padded", "float32", nhwc, (2, 3, 64, 64), (96, 3, 4, 4), False, 4, 1)):
+        ("padded", "float32", nhwc, (2, 8, 64, 64), (96, 8, 4, 4), False, 4, 1)):
     x, w = layout(x_shape, dtype), layout(w_shape, dtype)
     b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
     for call in range(3):
@@ -329,10 +328,10 @@ def test_a_patch_embedding_times_im2col_and_one_product_and_a_recorded_one_runs_
     assert_results_match(plain, patches, {"vit": 5e-3, "contiguous": 2e-2, "convnext": 5e-3, "padded": 5e-3})
 
 
-# Convolutions of few input channels (conv_pad_channels.h): resnet's stem
-# in float32 (TF32) and mobilenet's in float16, channels-last as Inductor
-# hands them, and a raw waveform's first layer (one channel, 1-D), whose
-# operands stay contiguous.
+# Stems of few input channels (conv_alternatives.cpp offers them im2col):
+# resnet's in float32 (TF32) and mobilenet's in float16, channels-last as
+# Inductor hands them, both padded and strided, and a raw waveform's first
+# layer (one channel, 1-D), whose operands stay contiguous.
 STEMS = PRELUDE + """
 rng = np.random.default_rng(2)
 for name, dtype, x, w, stride, padding in (
@@ -346,32 +345,26 @@ for name, dtype, x, w, stride, padding in (
         np.save(f"{OUT}/{name}-{call}.npy", read(out))
 print("CALLS OK")
 """
-STEM_INPUTS = ("input [2, 3, 224, 224]", "input [2, 3, 64, 64]")
+STEM_INPUTS = ("input [2, 3, 224, 224]", "input [2, 3, 64, 64]", "input [1, 1, 1, 16000]")
 
 
-def test_a_stem_times_its_convolution_on_padded_channels_and_a_recorded_padding_runs_right(tmp_path):
-    """Tuned, each channels-last convolution of three channels also times
-    the same one on channels padded to 16-byte rows (the waveform's, on
-    contiguous operands, is offered im2col instead); a
-    record naming the padding makes the next process run it (input and
-    weight padded every call), with the heuristics' engine's results, and
-    the waveform's key, which does not offer it, measures again."""
+def test_a_stem_times_im2col_and_a_recorded_one_runs_right(tmp_path):
+    """Tuned, each convolution of few input channels also times im2col and
+    one product; a record naming it makes the next process run it (the
+    input padded into scratch and gathered every call), with the
+    heuristics' engine's results."""
     plain, _ = run(tmp_path, program=STEMS, name="plain")
     cache = tmp_path / "cache"
     _tuned, log = run(tmp_path, program=STEMS, name="tuned", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
-    timed = [ln for ln in log if "cuDNN tuning timed cudnn_padded_channels" in ln]
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_im2col" in ln]
     assert sorted(stem for ln in timed for stem in STEM_INPUTS if stem in ln) == sorted(STEM_INPUTS), "\n".join(log)
-    assert len(timed) == 2 and not any("cudnn_padded_channels" in ln and "leaves out" in ln for ln in log), \
-        "\n".join(log)
+    assert len(timed) == 3 and not any("cublas_im2col" in ln and "leaves out" in ln for ln in log), "\n".join(log)
 
-    # Every record the padding: the stems then run it from the start; the
-    # waveform's key, which never offers it, measures again.
-    record_everywhere(cache, "cudnn_padded_channels")
-    padded, log = run(tmp_path, program=STEMS, name="padded", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
-    assert sum("cudnn_padded_channels (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
-    assert not any("cuDNN tuning timed" in ln for ln in log if any(stem in ln for stem in STEM_INPUTS)), \
-        "\n".join(log)
-    assert_results_match(plain, padded, {"resnet": 5e-3, "mobilenet": 2e-2, "waveform": 5e-3})
+    assert record_everywhere(cache, "cublas_im2col") == 3
+    im2col, log = run(tmp_path, program=STEMS, name="im2col", AOTIRT_CUDNN_TUNE="1", AOTIRT_CACHE=str(cache))
+    assert sum("cublas_im2col (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
+    assert_results_match(plain, im2col, {"resnet": 5e-3, "mobilenet": 2e-2, "waveform": 5e-3})
 
 
 # Whisper's front end: 1-D convolutions on contiguous operands, as Inductor

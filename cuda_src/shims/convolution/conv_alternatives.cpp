@@ -10,7 +10,6 @@
 #include "runtime/copy.h"
 #include "runtime/errors.h"
 #include "shims/convolution/conv_gemm.h"
-#include "shims/convolution/conv_pad_channels.h"
 #include "shims/libs/cudnn_graph.h"
 
 namespace aotirt {
@@ -132,53 +131,26 @@ struct Im2colCall {
   }
 };
 
-// Where cublas_im2col is offered: where, in torch alone on an H100, im2col
-// and one product beat cuDNN by far (bench/runs/s21-h100-tuning.md): a
-// patch embedding (kernel = stride, unpadded: ViT-B/16's, 9 against 58 us)
-// and a 1-D convolution (Whisper's front end: 18 and 26 against 20 and 37
-// us). For the RGB stems it was up to twice as slow (44 against 25 us for
-// resnet18's).
+// Where cublas_im2col is offered. In torch alone on an H100, im2col and one
+// product beat cuDNN by far (bench/runs/s21-h100-tuning.md) on a patch
+// embedding (kernel = stride, unpadded: ViT-B/16's, 9 against 58 us) and a
+// 1-D convolution (Whisper's front end: 18 and 26 against 20 and 37 us).
+// It is offered to a stem of few input channels (fewer than fill 16 bytes
+// a pixel: an RGB image) too, where cuDNN runs ten times slower than the
+// arithmetic and memory traffic need (resnet18's: 25 us, on every engine
+// it lists). torch's F.unfold and mm took 44 us there, but most of that is
+// F.unfold's own copies; aotirt's is one strided copy. The alternative it
+// replaces there, cuDNN on channels zero-padded to 16-byte rows, lost by 6%
+// and 48% on the H100.
 bool im2col_offered(const Spec& s, Im2col* u) {
   if (!im2col_of(s, u) || !gemm_offered(u->product)) return false;
   const int64_t kh = s.w.sizes[2], kw = s.w.sizes[3];
   const bool patches = !u->padded && s.stride[0] == kh && s.stride[1] == kw && s.dilation[0] == 1 &&
                        s.dilation[1] == 1 && kh * kw > 1;
   const bool one_d = s.x.sizes[2] == 1 && kh == 1;
-  return patches || one_d;
+  const bool few_channels = s.x.sizes[1] * static_cast<int64_t>(dtype_itemsize(s.dtype)) < 16;
+  return patches || one_d || few_channels;
 }
-
-// cudnn_padded_channels (conv_view.h's padded_spec), one call of it: input
-// and weight padded into pool memory (every call: the weight may change
-// between calls), then the padded plan.
-struct PaddedCall {
-  const cudnn::GraphPlan& main;
-  const Spec& padded;
-  int64_t channels;  // the call's own, before padding
-  cudnn::Context& ctx;
-  const Operands& ops;
-  const StreamRef& stream;
-  static aotirt_status run(const void* call) {
-    const PaddedCall& c = *static_cast<const PaddedCall*>(call);
-    const Spec& p = c.padded;
-    const cudnn::GraphPlan* plan = nullptr;
-    AOTIRT_TRY(side_plan(c.main, c.ctx, c.stream, p, "input channels padded", &plan));
-    const size_t item = dtype_itemsize(p.dtype);
-    const int64_t to = p.x.sizes[1];
-    // Channels-last: the input is N * H * W rows of its channels, the weight K * kh * kw.
-    const int64_t x_rows = p.x.sizes[0] * p.x.sizes[2] * p.x.sizes[3];
-    const int64_t w_rows = p.w.sizes[0] * p.w.sizes[2] * p.w.sizes[3];
-    StorageRef x_padded, w_padded;  // freed stream-ordered, after the convolution
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(x_rows * to) * item, AOTIRT_DEVICE_CUDA, c.ctx.device, c.stream,
-                                &x_padded));
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(w_rows * to) * item, AOTIRT_DEVICE_CUDA, c.ctx.device, c.stream,
-                                &w_padded));
-    AOTIRT_TRY(pad_channels({c.ops.x->data(), x_padded->data, x_rows}, {c.ops.w->data(), w_padded->data, w_rows},
-                            c.channels, to, item, c.stream->handle));
-    std::unordered_map<int64_t, void*> pointers = {
-        {kX, x_padded->data}, {kW, w_padded->data}, {kY, c.ops.y->data()}};
-    return cudnn::execute(kName, *plan, c.ctx, pointers, c.stream, [&] { return describe(p); });
-  }
-};
 
 // cudnn_channels_last (conv_view.h's channels_last_spec), one call of it:
 // input and weight copied to channels-last scratch, the channels-last plan
@@ -213,7 +185,6 @@ const char* offered_alternative(const Spec& s) {
   if (matmul_of(s, &product) && gemm_offered(product)) return kGemmEngine;
   Im2col im2col;
   if (im2col_offered(s, &im2col)) return kIm2colEngine;
-  if (padded_spec(s, dtype_itemsize(s.dtype), &other)) return kPaddedChannelsEngine;
   if (channels_last_spec(s, &other)) return kChannelsLastEngine;
   return "";
 }
@@ -233,11 +204,6 @@ aotirt_status execute_offering(const cudnn::GraphPlan& plan, cudnn::Context& ctx
     Im2colCall call{s, im2col, ops, ctx.device, stream};
     const cudnn::Alternative gather_and_gemm{kIm2colEngine, &Im2colCall::run, &call};
     return cudnn::execute(kName, plan, ctx, pointers, stream, what, &gather_and_gemm);
-  }
-  if (plan.alternative == kPaddedChannelsEngine && padded_spec(s, dtype_itemsize(s.dtype), &other)) {
-    PaddedCall call{plan, other, s.x.sizes[1], ctx, ops, stream};
-    const cudnn::Alternative padded{kPaddedChannelsEngine, &PaddedCall::run, &call};
-    return cudnn::execute(kName, plan, ctx, pointers, stream, what, &padded);
   }
   if (plan.alternative == kChannelsLastEngine && channels_last_spec(s, &other)) {
     ChannelsLastCall call{plan, other, ctx, ops, stream};

@@ -6,12 +6,9 @@
 //  - cublas_gemm: a 1x1 channels-last convolution of stride 1 is one
 //    matrix product as it lies in memory (conv_gemm.h);
 //  - cublas_im2col: a patch embedding (kernel = stride, unpadded: ViT's
-//    stem) or a 1-D convolution (Whisper's front end), as im2col and one
-//    matrix product: its windows gathered by one copy (conv_view.h's
-//    im2col_of);
-//  - cudnn_padded_channels: a channels-last one of fewer input channels
-//    than fill 16 bytes (an RGB stem), on channels zero-padded to 16-byte
-//    rows (conv_pad_channels.h);
+//    stem), a 1-D convolution (Whisper's front end) or a stem of few input
+//    channels (an RGB image), as im2col and one matrix product: its
+//    windows gathered by one copy (conv_view.h's im2col_of);
 //  - cudnn_channels_last: one whose operands are all contiguous, on
 //    channels-last copies of them, its result copied back. It was built for
 //    Whisper's front end (Inductor, kernel/conv.py, leaves a CUDA 1-D

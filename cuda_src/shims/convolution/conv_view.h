@@ -40,43 +40,6 @@ inline bool packed_as(const View& v, conv_layout::Format format, int64_t* stride
   return true;
 }
 
-// How many channels rows of `channels` elements of `itemsize` bytes are
-// padded to: the next multiple of 16 bytes, for fewer channels than fill
-// 16 bytes (1 to 3 of float32, 1 to 7 of float16 and bfloat16); 0 for any
-// other count, which the padded-channels alternative does not take.
-inline int64_t padded_channels(int64_t channels, size_t itemsize) {
-  if (itemsize == 0 || 16 % itemsize != 0) return 0;
-  const int64_t row = static_cast<int64_t>(16 / itemsize);
-  return channels >= 1 && channels < row ? row : 0;
-}
-
-// Whether `rows` rows of `padded` elements take 32-bit indices (the padding
-// kernel's, conv_pad_channels.h).
-inline bool pad_fits(int64_t rows, int64_t padded) { return rows >= 0 && padded > 0 && rows <= INT32_MAX / padded; }
-
-// `s` with its input's and weight's channels padded to 16-byte rows
-// (`itemsize` bytes an element), for a single-group, non-transposed 2-D
-// (or 1-D) convolution of few input channels whose operands are all
-// channels-last (Inductor hands an RGB stem so); false for any other.
-inline bool padded_spec(const Spec& s, size_t itemsize, Spec* padded) {
-  const int64_t channels = s.x.sizes[1];
-  const int64_t to = padded_channels(channels, itemsize);
-  int64_t packed[5];
-  if (s.transposed || s.x.ndim != 4 || s.w.sizes[1] != channels || to == 0 ||
-      !packed_as(s.x, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.w, conv_layout::Format::ChannelsLast, packed) ||
-      !packed_as(s.y, conv_layout::Format::ChannelsLast, packed) ||
-      !pad_fits(s.x.sizes[0] * s.x.sizes[2] * s.x.sizes[3], to) ||
-      !pad_fits(s.w.sizes[0] * s.w.sizes[2] * s.w.sizes[3], to))
-    return false;
-  *padded = s;
-  for (View* v : {&padded->x, &padded->w}) {
-    v->sizes[1] = to;
-    conv_layout::format_strides(4, v->sizes, conv_layout::Format::ChannelsLast, v->strides);
-  }
-  return true;
-}
-
 // `s` with every operand channels-last, for one whose operands are all
 // contiguous (a 1-D convolution, which Inductor leaves so) and where the
 // two layouts differ for some operand; false for any other.
