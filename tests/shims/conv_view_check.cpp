@@ -98,13 +98,15 @@ double im2col_error(const Geometry& g, cl::Format x_format, cl::Format w_format,
   // What the windows are gathered from: the input, or its zero-padded copy.
   std::vector<double> source = x;
   if (u.padded) {
-    const int64_t hp = u.padded_sizes[2], wp = u.padded_sizes[3], dense[4] = {c * hp * wp, hp * wp, wp, 1};
-    source.assign(n * c * hp * wp, 0.0);
+    if (Dims(u.padded_sizes, u.padded_sizes + 4) != Dims{n, c, h + 2 * g.padding[0], w + 2 * g.padding[1]}) return 1e9;
+    const cc::View same_layout = view(Dims(u.padded_sizes, u.padded_sizes + 4), x_format);
+    if (strides_of(same_layout) != Dims(u.padded_strides, u.padded_strides + 4)) return 1e9;  // dense, the input's layout
+    source.assign(n * c * u.padded_sizes[2] * u.padded_sizes[3], 0.0);
     for (int64_t b = 0; b < n; ++b)
       for (int64_t ch = 0; ch < c; ++ch)
         for (int64_t i = 0; i < h; ++i)
           for (int64_t j = 0; j < w; ++j)
-            source[at(dense, b, ch, i + g.padding[0], j + g.padding[1])] = x[at(s.x.strides, b, ch, i, j)];
+            source[at(u.padded_strides, b, ch, i + g.padding[0], j + g.padding[1])] = x[at(s.x.strides, b, ch, i, j)];
   }
   std::vector<double> matrix;  // the gather: its view walked in order
   int64_t index[6] = {};
@@ -123,24 +125,17 @@ double im2col_error(const Geometry& g, cl::Format x_format, cl::Format w_format,
         out[r * cols + k] = sum;
       }
   };
-  const cc::View last = view({n, o, ho, wo}, cl::Format::ChannelsLast);
-  const cc::View contiguous = view({n, o, ho, wo}, cl::Format::Contiguous);
-  const auto want = strides_of(s.y) == strides_of(last)         ? cc::Im2col::Output::kChannelsLast
-                    : strides_of(s.y) == strides_of(contiguous) ? cc::Im2col::Output::kContiguous
-                                                                : cc::Im2col::Output::kCopied;
-  if (u.output != want) return 1e9;
+  // The product writes the output's memory as it lies, read back through its view.
+  int64_t packed[5];
+  if (cc::packed_as(s.y, cl::Format::ChannelsLast, packed) != (u.output == cc::Im2col::Output::kChannelsLast))
+    return 1e9;
   if (u.output == cc::Im2col::Output::kContiguous) {
     const int64_t windows = ho * wo;
     for (int64_t b = 0; b < n; ++b)
       gemm(weight.data(), matrix.data() + b * windows * u.product.inner, y.data() + b * o * windows, o,
            u.product.inner, windows);
   } else {
-    std::vector<double> landing(u.product.rows * u.product.cols);
-    gemm(matrix.data(), weight.data(), landing.data(), u.product.rows, u.product.inner, u.product.cols);
-    for (int64_t b = 0; b < n; ++b)
-      for (int64_t k = 0; k < o; ++k)
-        for (int64_t r = 0; r < ho; ++r)
-          for (int64_t q = 0; q < wo; ++q) y[at(s.y.strides, b, k, r, q)] = landing[at(last.strides, b, k, r, q)];
+    gemm(matrix.data(), weight.data(), y.data(), u.product.rows, u.product.inner, u.product.cols);
   }
   double most = 0;
   for (size_t i = 0; i < y.size(); ++i) most = std::max(most, std::fabs(y[i] - direct[i]));
@@ -222,6 +217,8 @@ int main() {
   refused([](cc::Spec& s) { s.w.strides[0] = 1, s.w.strides[1] = 768 * 256, s.w.strides[2] = 768 * 16; },
           "a weight in neither layout: not taken");
   refused([](cc::Spec& s) { s.stride[0] = 0; }, "a zero stride: not taken");
+  refused([](cc::Spec& s) { s.y.strides[1] = 16, s.y.strides[2] = 4, s.y.strides[3] = 1, s.y.strides[0] = 1; },
+          "an output in neither layout: not taken");
   refused([](cc::Spec& s) { s.dilation[1] = 5; }, "a window wider than the padded input: not taken");
   expect(!cc::im2col_of(spec({1, 4, 6, 6, 6}, {8, 4, 3, 3, 3}, {1, 8, 4, 4, 4}, contiguous), &u), "3-D: not taken");
 
@@ -231,7 +228,11 @@ int main() {
                                  {{1, 4, 1, 12}, {6, 4, 1, 3}, {1, 2}, {0, 1}, {1, 1}},
                                  {{2, 2, 7, 8}, {3, 2, 2, 3}, {1, 2}, {1, 2}, {2, 1}},
                                  {{3, 1, 8, 8}, {2, 1, 2, 2}, {2, 2}, {0, 0}, {1, 1}},
-                                 {{1, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}}};
+                                 {{1, 3, 5, 5}, {4, 3, 3, 3}, {1, 1}, {1, 1}, {1, 1}},
+                                 {{2, 3, 4, 4}, {5, 3, 4, 4}, {4, 4}, {0, 0}, {1, 1}},  // one window an image
+                                 {{2, 3, 6, 7}, {1, 3, 3, 2}, {1, 1}, {1, 0}, {1, 1}},  // one output channel
+                                 {{3, 2, 1, 9}, {4, 2, 1, 3}, {1, 2}, {0, 2}, {1, 2}},  // 1-D, padded, dilated
+                                 {{2, 5, 6, 6}, {3, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}}};  // 1x1
   for (const Geometry& g : geometries)
     for (cl::Format xf : {last, contiguous})
       for (cl::Format wf : {last, contiguous})

@@ -57,9 +57,8 @@ struct GemmCall {
 // cublas_im2col (conv_view.h's im2col_of), one call of it: the input
 // copied into zeroed scratch where the convolution pads, its windows
 // gathered by one strided copy into a dense matrix, then cuBLAS: one GEMM
-// into a channels-last output, one per image into a contiguous one (the
-// weight times the image's windows transposed), else one into
-// channels-last scratch copied into the output.
+// into a channels-last output, or one per image (in one call) into a
+// contiguous one, the weight times the image's windows transposed.
 struct Im2colCall {
   const Spec& s;
   Im2col im2col;
@@ -67,13 +66,17 @@ struct Im2colCall {
   int device;
   const StreamRef& stream;
 
-  // A dense new tensor of `ndim` `sizes` in the call's dtype, ordered on its stream.
-  aotirt_status dense(int64_t ndim, const int64_t* sizes, Tensor* out) const {
+  // A dense new tensor of `ndim` `sizes` (laid out as `strides` say, else
+  // contiguous) in the call's dtype, ordered on its stream.
+  aotirt_status dense(int64_t ndim, const int64_t* sizes, const int64_t* strides, Tensor* out) const {
     Tensor t;
     t.ndim = ndim;
     t.dtype = s.dtype;
     std::memcpy(t.sizes, sizes, static_cast<size_t>(ndim) * sizeof(int64_t));
-    contiguous_strides(ndim, t.sizes, t.strides);
+    if (strides)
+      std::memcpy(t.strides, strides, static_cast<size_t>(ndim) * sizeof(int64_t));
+    else
+      contiguous_strides(ndim, t.sizes, t.strides);
     AOTIRT_TRY(allocate_storage(static_cast<size_t>(t.numel()) * t.itemsize(), AOTIRT_DEVICE_CUDA, device, stream,
                                 &t.storage));
     t.stream = stream;
@@ -90,12 +93,12 @@ struct Im2colCall {
     std::memcpy(source.strides, c.s.x.strides, sizeof(c.s.x.strides[0]) * 4);
     if (u.padded) {
       Tensor padded;
-      AOTIRT_TRY(c.dense(4, u.padded_sizes, &padded));
+      AOTIRT_TRY(c.dense(4, u.padded_sizes, u.padded_strides, &padded));
       AOTIRT_CUDA_TRY(cudaMemsetAsync(padded.data(), 0, static_cast<size_t>(padded.numel()) * padded.itemsize(),
                                       c.stream->handle));
       Tensor interior = padded;  // where the input lies in it
       std::memcpy(interior.sizes, c.s.x.sizes, sizeof(c.s.x.sizes[0]) * 4);
-      interior.storage_offset = c.s.padding[0] * u.padded_sizes[3] + c.s.padding[1];
+      interior.storage_offset = c.s.padding[0] * u.padded_strides[2] + c.s.padding[1] * u.padded_strides[3];
       AOTIRT_TRY(copy_device_to_device(interior, source, c.stream.get()));
       source = std::move(padded);
     }
@@ -103,31 +106,18 @@ struct Im2colCall {
     std::memcpy(source.sizes, u.gather_sizes, sizeof(u.gather_sizes));
     std::memcpy(source.strides, u.gather_strides, sizeof(u.gather_strides));
     Tensor matrix;  // [N*Ho*Wo, K]
-    AOTIRT_TRY(c.dense(6, u.gather_sizes, &matrix));
+    AOTIRT_TRY(c.dense(6, u.gather_sizes, nullptr, &matrix));
     AOTIRT_TRY(copy_device_to_device(matrix, source, c.stream.get()));
     const void* weight = c.ops.w->data();
     if (u.output == Im2col::Output::kChannelsLast)
       return run_gemm(kName, u.product, c.s.dtype, c.s.tf32, matrix.data(), weight, c.ops.y->data(), c.device,
                       c.stream);
-    if (u.output == Im2col::Output::kContiguous) {
-      // Per image: y[n] [O, Ho*Wo] = weight [O, K] times its windows [Ho*Wo, K] transposed.
-      const int64_t images = c.s.x.sizes[0], windows = u.product.rows / images;
-      const conv_layout::MatmulShape per_image{u.product.cols, u.product.inner, windows};
-      const size_t item = dtype_itemsize(c.s.dtype);
-      for (int64_t n = 0; n < images; ++n)
-        AOTIRT_TRY(run_gemm(kName, per_image, c.s.dtype, c.s.tf32, weight,
-                            static_cast<const char*>(matrix.data()) + n * windows * u.product.inner * item,
-                            static_cast<char*>(c.ops.y->data()) + n * u.product.cols * windows * item, c.device,
-                            c.stream));
-      return AOTIRT_OK;
-    }
-    int64_t channels_last[4];
-    conv_layout::format_strides(4, c.s.y.sizes, conv_layout::Format::ChannelsLast, channels_last);
-    Tensor landing;
-    AOTIRT_TRY(scratch(*c.ops.y, channels_last, c.stream, &landing));
-    AOTIRT_TRY(run_gemm(kName, u.product, c.s.dtype, c.s.tf32, matrix.data(), weight, landing.data(), c.device,
-                        c.stream));
-    return copy_device_to_device(*c.ops.y, landing, c.stream.get());
+    // Per image, in one call: y[n] [O, Ho*Wo] = weight [O, K] times its windows [Ho*Wo, K] transposed.
+    const int64_t images = c.s.x.sizes[0], windows = u.product.rows / images;
+    const conv_layout::MatmulShape per_image{u.product.cols, u.product.inner, windows};
+    const GemmBatch each_image{images, 0, windows * u.product.inner, u.product.cols * windows};
+    return run_gemm(kName, per_image, c.s.dtype, c.s.tf32, weight, matrix.data(), c.ops.y->data(), c.device,
+                    c.stream, each_image);
   }
 };
 

@@ -3,6 +3,7 @@
 #include "shims/convolution/conv_gemm.h"
 
 #include <climits>
+#include <string>
 
 #include "runtime/errors.h"
 #include "shims/libs/cublas.h"
@@ -27,7 +28,11 @@ bool gemm_offered(const conv_layout::MatmulShape& shape) {
 }
 
 aotirt_status run_gemm(const char* who, const conv_layout::MatmulShape& shape, int32_t dtype, bool tf32,
-                       const void* x, const void* w, void* y, int device, const StreamRef& stream) {
+                       const void* x, const void* w, void* y, int device, const StreamRef& stream,
+                       const GemmBatch& batch) {
+  if (!fits_int(batch.count))
+    return fail(AOTIRT_ERROR_AOTI, std::string(who) + ": " + std::to_string(batch.count) +
+                                       " products in one cuBLAS call: more than its int takes");
   const cublas::Api* api = nullptr;
   AOTIRT_TRY(cublas::api(who, &api));
   cublas::Handle handle = nullptr;
@@ -42,9 +47,15 @@ aotirt_status run_gemm(const char* who, const conv_layout::MatmulShape& shape, i
   const cudaDataType_t type = cublas::data_type(dtype);
   const int compute = dtype == AOTIRT_DTYPE_FLOAT32 && tf32 ? kCompute32FFastTF32 : cublas::kCompute32F;
   const float alpha = 1.0f, beta = 0.0f;
-  return cublas::check(*api, who, "cublasGemmEx",
-                       api->gemm(handle, kOpT, kOpN, cols, rows, inner, &alpha, w, type, inner, x, type, inner, &beta,
-                                 y, type, cols, compute, cublas::kGemmDefault));
+  if (batch.count == 1)
+    return cublas::check(*api, who, "cublasGemmEx",
+                         api->gemm(handle, kOpT, kOpN, cols, rows, inner, &alpha, w, type, inner, x, type, inner,
+                                   &beta, y, type, cols, compute, cublas::kGemmDefault));
+  return cublas::check(*api, who, "cublasGemmStridedBatchedEx",
+                       api->gemm_strided_batched(handle, kOpT, kOpN, cols, rows, inner, &alpha, w, type, inner,
+                                                 batch.w_stride, x, type, inner, batch.x_stride, &beta, y, type, cols,
+                                                 batch.y_stride, static_cast<int>(batch.count), compute,
+                                                 cublas::kGemmDefault));
 }
 
 }  // namespace conv_cuda

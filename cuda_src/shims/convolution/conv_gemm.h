@@ -28,12 +28,20 @@ constexpr const char* kGemmEngine = "cublas_gemm";
 // the candidate is then not offered) and every size fits cuBLAS's int.
 bool gemm_offered(const conv_layout::MatmulShape& shape);
 
+// `count` such products, one cuBLAS call: the n-th reads x, w and writes y
+// n times their strides (in elements; 0 reuses one operand) past the first.
+struct GemmBatch {
+  int64_t count = 1;
+  int64_t x_stride = 0, w_stride = 0, y_stride = 0;
+};
+
 // y[rows, cols] = x[rows, inner] times w[cols, inner] transposed, each
 // row-major and dense, in `dtype` (float32, float16 or bfloat16; float math,
 // with TF32 for float32 when `tf32`, as the convolution allows it), queued
-// on `stream` (its device current).
+// on `stream` (its device current); `batch.count` of them where given.
 aotirt_status run_gemm(const char* who, const conv_layout::MatmulShape& shape, int32_t dtype, bool tf32,
-                       const void* x, const void* w, void* y, int device, const StreamRef& stream);
+                       const void* x, const void* w, void* y, int device, const StreamRef& stream,
+                       const GemmBatch& batch = GemmBatch());
 
 }  // namespace conv_cuda
 }  // namespace aotirt

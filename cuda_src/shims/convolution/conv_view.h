@@ -65,22 +65,23 @@ inline bool channels_last_spec(const Spec& s, Spec* cl) {
 // The tuning's cublas_im2col alternative: a single-group 2-D convolution
 // (a 1-D one as its [N, C, 1, L] view) as one matrix product, as im2col
 // makes it. The input, zero-padded into scratch where the convolution pads
-// (`padded`), has its windows gathered by one strided copy (the view
-// `gather` names: N, Ho, Wo, then a window's K elements) into a dense
-// [N*Ho*Wo, K] matrix, and that times the weight as it lies, a dense
-// [O, K] matrix, is the output as a dense channels-last [N*Ho*Wo, O]. A
-// window's K elements run in the order the weight lies: (c, i, j) for a
-// contiguous weight, (i, j, c) for a channels-last one. A contiguous output
-// is instead per image the weight times that image's windows transposed,
-// [O, Ho*Wo]; any other output is written channels-last into scratch and
-// copied. Which convolutions offer it is conv_alternatives.cpp's choice.
+// (`padded`: dense, in the input's layout), has its windows gathered by one
+// strided copy (the view `gather` names: N, Ho, Wo, then a window's K
+// elements) into a dense [N*Ho*Wo, K] matrix, and that times the weight as
+// it lies, a dense [O, K] matrix, is the output as a dense channels-last
+// [N*Ho*Wo, O]. A window's K elements run in the order the weight lies:
+// (c, i, j) for a contiguous weight, (i, j, c) for a channels-last one. A
+// contiguous output is instead per image the weight times that image's
+// windows transposed, [O, Ho*Wo]; an output in neither layout is not taken
+// (the shim hands every operand in one of them). Which convolutions offer
+// it is conv_alternatives.cpp's choice.
 struct Im2col {
-  enum class Output { kChannelsLast, kContiguous, kCopied };
-  bool padded = false;           // the input is copied into a zeroed [N, C, Hp, Wp] first
-  int64_t padded_sizes[4] = {};  // [N, C, H + 2ph, W + 2pw] where padded
+  enum class Output { kChannelsLast, kContiguous };
+  bool padded = false;  // the input is copied into a zeroed [N, C, Hp, Wp] first
+  int64_t padded_sizes[4] = {}, padded_strides[4] = {};  // [N, C, H + 2ph, W + 2pw] where padded
   int64_t gather_sizes[6] = {}, gather_strides[6] = {};  // a view of the padded copy, else of the input
-  conv_layout::MatmulShape product;  // rows N*Ho*Wo, inner K = C*kh*kw, cols O
-  Output output = Output::kCopied;
+  conv_layout::MatmulShape product;                      // rows N*Ho*Wo, inner K = C*kh*kw, cols O
+  Output output = Output::kChannelsLast;
 };
 
 inline bool im2col_of(const Spec& s, Im2col* out) {
@@ -100,11 +101,20 @@ inline bool im2col_of(const Spec& s, Im2col* out) {
   const bool weight_contiguous = packed_as(s.w, conv_layout::Format::Contiguous, packed);
   if (!weight_contiguous && !packed_as(s.w, conv_layout::Format::ChannelsLast, packed)) return false;
   Im2col u;
+  if (packed_as(s.y, conv_layout::Format::ChannelsLast, packed))
+    u.output = Im2col::Output::kChannelsLast;
+  else if (packed_as(s.y, conv_layout::Format::Contiguous, packed))
+    u.output = Im2col::Output::kContiguous;
+  else
+    return false;
   u.padded = s.padding[0] != 0 || s.padding[1] != 0;
   int64_t from[4];  // the strides of what the windows are gathered from: N, C, H, W
-  if (u.padded) {  // a dense contiguous copy
-    const int64_t sizes[4] = {n, c, hp, wp}, strides[4] = {c * hp * wp, hp * wp, wp, 1};
+  if (u.padded) {  // a dense copy in the input's layout, so that the gather reads it in order
+    const bool last = packed_as(s.x, conv_layout::Format::ChannelsLast, packed);
+    const int64_t sizes[4] = {n, c, hp, wp};
+    const int64_t strides[4] = {c * hp * wp, last ? 1 : hp * wp, last ? wp * c : wp, last ? c : 1};
     std::memcpy(u.padded_sizes, sizes, sizeof(sizes));
+    std::memcpy(u.padded_strides, strides, sizeof(strides));
     std::memcpy(from, strides, sizeof(from));
   } else {
     std::memcpy(from, s.x.strides, sizeof(from));
@@ -116,9 +126,6 @@ inline bool im2col_of(const Spec& s, Im2col* out) {
   std::memcpy(u.gather_sizes, weight_contiguous ? sizes_cij : sizes_ijc, sizeof(u.gather_sizes));
   std::memcpy(u.gather_strides, weight_contiguous ? strides_cij : strides_ijc, sizeof(u.gather_strides));
   u.product = conv_layout::MatmulShape{n * ho * wo, c * kh * kw, o};
-  u.output = packed_as(s.y, conv_layout::Format::ChannelsLast, packed)  ? Im2col::Output::kChannelsLast
-             : packed_as(s.y, conv_layout::Format::Contiguous, packed) ? Im2col::Output::kContiguous
-                                                                       : Im2col::Output::kCopied;
   *out = u;
   return true;
 }

@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <limits>
 #include <cstdint>
 #include <string>
 #include <unordered_map>
@@ -79,11 +80,15 @@ inline void end_measurement(const GraphPlan& plan) {
 }
 
 // The first call's half of measure_and_choose: the warm-up and the timed
-// runs. plan.timings ends with the engines whose both events are recorded.
+// runs. plan.timings ends with the engines whose both events are recorded;
+// `left_out` (where given) gets the index of each engine left out.
 template <typename Describe>
 aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context& ctx,
                                 std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream,
-                                const Describe& what, const Alternative* alternative) {
+                                const Describe& what, const Alternative* alternative,
+                                std::vector<int64_t>* left_out = nullptr) {
+  // In the second round, what the first measured still chooses (measure_and_choose).
+  const char* outcome = plan.final_round ? "the first round's times choose" : "nothing measured";
   int64_t most = 0;
   for (const GraphPlan::Timing& t : plan.timings) most = t.workspace > most ? t.workspace : most;
   StorageRef workspace;
@@ -92,7 +97,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   if (most > 0 &&
       allocate_storage(static_cast<size_t>(most), AOTIRT_DEVICE_CUDA, ctx.device, stream, &workspace) != AOTIRT_OK) {
     debug_log(std::string(who) + ": cuDNN tuning could not allocate the engines' largest workspace (" +
-              std::to_string(most) + " bytes) for a " + what() + ": nothing measured");
+              std::to_string(most) + " bytes) for a " + what() + ": " + outcome);
     clear_error();  // the call itself runs without it
     plan.timings.clear();
     return AOTIRT_OK;
@@ -112,6 +117,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   };
   auto leave_out = [&](const GraphPlan::Timing& t, const std::string& why) {
     debug_log(std::string(who) + ": cuDNN tuning leaves out engine " + t.engine + " for a " + what() + ": " + why);
+    if (left_out) left_out->push_back(t.index);
   };
   auto host_us_since = [](std::chrono::steady_clock::time_point began) {  // the host's own work, timed by the host
     return std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - began).count();
@@ -126,7 +132,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
       leave_out(t, why);
     } else if (host_us > kHostBoundUs && t.engine != plan.engine) {
       leave_out(t, "one run took the host " + std::to_string(host_us) + " us to queue, over the " +
-                       std::to_string(kHostBoundUs) + " us bound (an engine that launches per group)");
+                       std::to_string(kHostBoundUs) + " us bound");
     } else {
       runs.push_back({t, host_us});
     }
@@ -134,7 +140,7 @@ aotirt_status queue_measurement(const char* who, const GraphPlan& plan, Context&
   plan.timings.clear();
   if (runs.size() < 2) {  // nothing to choose between: the heuristics' engine runs, unrecorded
     debug_log(std::string(who) + ": cuDNN tuning has " + std::to_string(runs.size()) + " engine(s) that run for a " +
-              what() + ": nothing measured");
+              what() + ": " + outcome);
     return AOTIRT_OK;
   }
   const int timed_runs = plan.final_round ? kFinalRuns : kTunedRuns;
@@ -240,15 +246,21 @@ aotirt_status measure_and_choose(const char* who, const GraphPlan& plan, Context
       plan.final_round = true;
       debug_log(std::string(who) + ": cuDNN tuning's first round timed " + std::to_string(plan.candidates) +
                 " engines for a " + what() + "; timing again: " + names);
-      const aotirt_status status = queue_measurement(who, plan, ctx, pointers, stream, what, alternative);
+      std::vector<int64_t> left_out;
+      const aotirt_status status = queue_measurement(who, plan, ctx, pointers, stream, what, alternative, &left_out);
       if (status != AOTIRT_OK) {
         end_measurement(plan);
         return status;
       }
       // Fewer than two of them could run again: what the first round
       // measured still chooses, rather than measuring it all again in the
-      // next process.
-      if (plan.timings.empty()) choose_and_record(who, plan, first_round, times, heuristic, times.size(), what);
+      // next process, among those that did not fail to run just now.
+      if (plan.timings.empty()) {
+        for (size_t i = 0; i < first_round.size(); ++i)
+          if (std::find(left_out.begin(), left_out.end(), first_round[i].index) != left_out.end())
+            times[i] = std::numeric_limits<double>::quiet_NaN();
+        choose_and_record(who, plan, first_round, times, heuristic, times.size(), what);
+      }
       return AOTIRT_OK;
     }
   }
