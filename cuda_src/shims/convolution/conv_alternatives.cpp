@@ -66,24 +66,6 @@ struct Im2colCall {
   int device;
   const StreamRef& stream;
 
-  // A dense new tensor of `ndim` `sizes` (laid out as `strides` say, else
-  // contiguous) in the call's dtype, ordered on its stream.
-  aotirt_status dense(int64_t ndim, const int64_t* sizes, const int64_t* strides, Tensor* out) const {
-    Tensor t;
-    t.ndim = ndim;
-    t.dtype = s.dtype;
-    std::memcpy(t.sizes, sizes, static_cast<size_t>(ndim) * sizeof(int64_t));
-    if (strides)
-      std::memcpy(t.strides, strides, static_cast<size_t>(ndim) * sizeof(int64_t));
-    else
-      contiguous_strides(ndim, t.sizes, t.strides);
-    AOTIRT_TRY(allocate_storage(static_cast<size_t>(t.numel()) * t.itemsize(), AOTIRT_DEVICE_CUDA, device, stream,
-                                &t.storage));
-    t.stream = stream;
-    *out = std::move(t);
-    return AOTIRT_OK;
-  }
-
   static aotirt_status run(const void* call) {
     const Im2colCall& c = *static_cast<const Im2colCall*>(call);
     const Im2col& u = c.im2col;
@@ -93,7 +75,7 @@ struct Im2colCall {
     std::memcpy(source.strides, c.s.x.strides, sizeof(c.s.x.strides[0]) * 4);
     if (u.padded) {
       Tensor padded;
-      AOTIRT_TRY(c.dense(4, u.padded_sizes, u.padded_strides, &padded));
+      AOTIRT_TRY(new_scratch(4, u.padded_sizes, u.padded_strides, c.s.dtype, c.device, c.stream, &padded));
       AOTIRT_CUDA_TRY(cudaMemsetAsync(padded.data(), 0, static_cast<size_t>(padded.numel()) * padded.itemsize(),
                                       c.stream->handle));
       Tensor interior = padded;  // where the input lies in it
@@ -106,7 +88,7 @@ struct Im2colCall {
     std::memcpy(source.sizes, u.gather_sizes, sizeof(u.gather_sizes));
     std::memcpy(source.strides, u.gather_strides, sizeof(u.gather_strides));
     Tensor matrix;  // [N*Ho*Wo, K]
-    AOTIRT_TRY(c.dense(6, u.gather_sizes, nullptr, &matrix));
+    AOTIRT_TRY(new_scratch(6, u.gather_sizes, nullptr, c.s.dtype, c.device, c.stream, &matrix));
     AOTIRT_TRY(copy_device_to_device(matrix, source, c.stream.get()));
     const void* weight = c.ops.w->data();
     if (u.output == Im2col::Output::kChannelsLast)

@@ -2,6 +2,7 @@
 
 #include "shims/convolution/conv_spec.h"
 
+#include <cstring>
 #include <utility>
 
 #include "runtime/errors.h"
@@ -24,19 +25,27 @@ View view_of(const Tensor& t) {
   return v;
 }
 
-aotirt_status scratch(const Tensor& t, const int64_t* strides, const StreamRef& stream, Tensor* out) {
+aotirt_status new_scratch(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype, int device,
+                          const StreamRef& stream, Tensor* out) {
   Tensor s;
-  s.ndim = t.ndim;
-  s.dtype = t.dtype;
-  for (int64_t d = 0; d < t.ndim; ++d) {
-    s.sizes[d] = t.sizes[d];
-    s.strides[d] = t.ndim == 3 ? strides[d < 2 ? d : 3] : strides[d];
-  }
-  AOTIRT_TRY(allocate_storage(static_cast<size_t>(t.numel()) * t.itemsize(), AOTIRT_DEVICE_CUDA,
-                              t.storage->device_index, stream, &s.storage));
+  s.ndim = ndim;
+  s.dtype = dtype;
+  std::memcpy(s.sizes, sizes, static_cast<size_t>(ndim) * sizeof(int64_t));
+  if (strides)
+    std::memcpy(s.strides, strides, static_cast<size_t>(ndim) * sizeof(int64_t));
+  else
+    contiguous_strides(ndim, s.sizes, s.strides);
+  AOTIRT_TRY(allocate_storage(static_cast<size_t>(s.numel()) * s.itemsize(), AOTIRT_DEVICE_CUDA, device, stream,
+                              &s.storage));
   s.stream = stream;
   *out = std::move(s);
   return AOTIRT_OK;
+}
+
+aotirt_status scratch(const Tensor& t, const int64_t* strides, const StreamRef& stream, Tensor* out) {
+  int64_t own[AOTIRT_MAX_DIMS];
+  for (int64_t d = 0; d < t.ndim; ++d) own[d] = t.ndim == 3 ? strides[d < 2 ? d : 3] : strides[d];
+  return new_scratch(t.ndim, t.sizes, own, t.dtype, t.storage->device_index, stream, out);
 }
 
 std::string list(int64_t n, const int64_t* v) {

@@ -30,8 +30,13 @@ View view_of(const Tensor& t);
 // instead keys its plans on each pointer's alignment).
 inline bool aligned(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 == 0; }
 
-// A new tensor of t's sizes and dtype with `strides` (of a view: 4-D for a
-// 3-D t, whose unit dimension 2 is dropped), dense, ordered on `stream`.
+// A new dense tensor of `ndim` `sizes` and `dtype` on CUDA `device`, laid
+// out as `strides` say (contiguous for nullptr), ordered on `stream`.
+aotirt_status new_scratch(int64_t ndim, const int64_t* sizes, const int64_t* strides, int32_t dtype, int device,
+                          const StreamRef& stream, Tensor* out);
+
+// new_scratch of t's sizes and dtype with `strides` (of a view: 4-D for a
+// 3-D t, whose unit dimension 2 is dropped).
 aotirt_status scratch(const Tensor& t, const int64_t* strides, const StreamRef& stream, Tensor* out);
 
 // For messages and the debug log.
