@@ -184,6 +184,14 @@ if [ "$needs_zoo" = 1 ]; then
   ( "$PY" tests/aoti/build_weights.py --device cuda --cache .cache/aoti-weights &&
     "$PY" tests/aoti/build_weights.py --device cpu --cache .cache/aoti-weights ) >"$LOGS/weights-build.log" 2>&1 &
   weights_pid=$!
+  # tests/aoti/test_aoti_models.py's CPU models too (not for a partial zoo):
+  # the first test that needs them would compile them itself (62 s on the
+  # H100 in session 22).
+  cpu_pid=
+  if [ -z "${AOTIRT_ZOO_ONLY:-}" ]; then
+    "$PY" tests/aoti/build.py --device cpu --cache .cache/aoti --jobs 4 >"$LOGS/cpu-build.log" 2>&1 &
+    cpu_pid=$!
+  fi
 fi
 
 # setup.py's incremental build, in place (pyx/aotirt), found through
@@ -199,7 +207,7 @@ elif [ -n "${AOTIRT_PREBUILT:-}" ]; then
   # here: unpack refuses one made from other sources or for another Python.
   if ! "$PY" scripts/prebuilt.py unpack "$AOTIRT_PREBUILT" 2>&1 | tee "$LOGS/build.log"; then
     echo "gpu-check: FAILED at build (the carried build in $AOTIRT_PREBUILT)"
-    [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" 2>/dev/null
+    [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" $cpu_pid 2>/dev/null
     exit 1
   fi
   # The GPU machine has no cudnn-frontend (header-only): the host checks
@@ -211,7 +219,7 @@ elif [ -n "${AOTIRT_PREBUILT:-}" ]; then
 elif ! "$PY" setup.py build_ext --inplace >"$LOGS/build.log" 2>&1; then
   tail -n 60 "$LOGS/build.log"
   echo "gpu-check: FAILED at build"
-  [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" 2>/dev/null
+  [ "$needs_zoo" = 1 ] && kill "$zoo_pid" "$weights_pid" $cpu_pid 2>/dev/null
   exit 1
 else
   echo "built in $(( $(date +%s) - start )) s"
@@ -223,6 +231,9 @@ if [ "$needs_zoo" = 1 ]; then
   wait "$zoo_pid"
   zoo_build_rc=$?
   wait "$weights_pid" || { echo "tests/aoti/build_weights.py failed:"; tail -n 20 "$LOGS/weights-build.log"; }
+  if [ -n "$cpu_pid" ]; then
+    wait "$cpu_pid" || { echo "tests/aoti/build.py --device cpu failed:"; tail -n 20 "$LOGS/cpu-build.log"; }
+  fi
   tail -n 3 "$LOGS/zoo-build.log"
   echo "zoo compiled in $(( $(date +%s) - zoo_start )) s (build.py exit status $zoo_build_rc)"
 fi

@@ -82,10 +82,13 @@ def test_only_a_command_that_reads_the_zoo_compiles_it(tmp_path):
     (tmp_path / "gate").touch()
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert not ran(tmp_path, "tests/aoti/build.py")
+    assert not ran(tmp_path, "tests/aoti/build.py --device cuda")
     proc = gpu_check(tmp_path, "--tests-only", "./tests/aoti/test_aoti_models.py")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert len(ran(tmp_path, "tests/aoti/build.py")) == 1
+    assert len(ran(tmp_path, "tests/aoti/build.py --device cuda")) == 1
+    # test_aoti_models.py's CPU models beside it, waited for before the tests.
+    [cpu_build] = ran(tmp_path, "tests/aoti/build.py --device cpu")
+    assert cpu_build < ran(tmp_path, "-m pytest")[-1]
 
 
 def test_a_zoo_compiled_ahead_is_waited_for_and_the_zoo_alone_does_not_build(tmp_path):
@@ -100,7 +103,7 @@ def test_a_zoo_compiled_ahead_is_waited_for_and_the_zoo_alone_does_not_build(tmp
     out, _ = second.communicate(timeout=120)
     assert second.returncode == 0, out
     assert "waiting for the zoo compile started ahead" in out and "ended: exit status 0" in out
-    ahead_end = ran(tmp_path, "tests/aoti/build.py")[0]
+    ahead_end = ran(tmp_path, "tests/aoti/build.py --device cuda")[0]
     assert len(ran(tmp_path, "-m pytest")) == 2 and ahead_end < ran(tmp_path, "-m pytest")[1]
     # --zoo-only ran no build and restored no source times (the commands
     # beside it do both).
@@ -114,7 +117,7 @@ def test_an_ahead_compile_already_running_is_not_started_twice(tmp_path):
         assert proc.returncode == 0, proc.stdout + proc.stderr
     (tmp_path / "gate").touch()
     assert ahead_ended(tmp_path) == "0"
-    assert len(ran(tmp_path, "tests/aoti/build.py")) == 1
+    assert len(ran(tmp_path, "tests/aoti/build.py --device cuda")) == 1
 
 
 def test_a_benchmark_command_waits_for_the_compile_and_starts_none(tmp_path):
@@ -126,7 +129,7 @@ def test_a_benchmark_command_waits_for_the_compile_and_starts_none(tmp_path):
     (tmp_path / "gate").touch()
     out, _ = bench.communicate(timeout=120)
     assert "waiting for the zoo compile started ahead" in out, out
-    assert len(ran(tmp_path, "tests/aoti/build.py")) == 1  # the ahead one; "ops" reads no zoo
+    assert len(ran(tmp_path, "tests/aoti/build.py --device cuda")) == 1  # the ahead one; "ops" reads no zoo
 
 
 def test_a_partial_zoo_compiles_those_models_alone_and_says_so(tmp_path):
@@ -135,6 +138,7 @@ def test_a_partial_zoo_compiles_those_models_alone_and_says_so(tmp_path):
     proc = gpu_check(tmp_path, "--tests-only", "tests/aoti/test_aoti_zoo_gpu.py", AOTIRT_ZOO_ONLY="int4_decode_bf16")
     assert proc.returncode == 0, proc.stdout + proc.stderr
     builds = [line for line in (tmp_path / "calls").read_text().splitlines() if "tests/aoti/build.py" in line]
+    # The zoo's models named, and no CPU models (test_aoti_models.py's are not part of a partial check).
     assert len(builds) == 1 and builds[0].endswith("--only int4_decode_bf16"), builds
     assert "zoo models int4_decode_bf16): PASSED" in proc.stdout.splitlines()[-1], proc.stdout
 
