@@ -6,86 +6,97 @@
 
 #include "runtime/dtypes.h"
 #include "runtime/errors.h"
+#include "runtime/strided_index.h"
 #include "runtime/transfer.h"
 
 namespace aotirt {
 namespace {
 
-// A view's shape and strides, passed to kernels by value.
-struct Layout {
-  int32_t ndim;
-  int64_t sizes[AOTIRT_MAX_DIMS];
-  int64_t strides[AOTIRT_MAX_DIMS];
-};
+using strided::CopyShape;
+using strided::Index32;
 
-Layout layout_of(const Tensor& t) {
-  Layout l{};
-  l.ndim = static_cast<int32_t>(t.ndim);
-  for (int64_t d = 0; d < t.ndim; ++d) {
-    l.sizes[d] = t.sizes[d];
-    l.strides[d] = t.strides[d];
+// The copy of `src`'s elements into `dst`'s (same shape), reduced
+// (strided_index.h): the fewest dimensions that describe both layouts.
+CopyShape copy_shape(const Tensor& dst, const Tensor& src) {
+  CopyShape shape;
+  shape.ndim = static_cast<int32_t>(dst.ndim);
+  for (int64_t d = 0; d < dst.ndim; ++d) {
+    shape.sizes[d] = dst.sizes[d];
+    shape.dst_strides[d] = dst.strides[d];
+    shape.src_strides[d] = src.strides[d];
   }
-  return l;
+  return strided::reduce(shape);
 }
 
-Layout contiguous_layout_of(const Tensor& t) {
-  Layout l = layout_of(t);
-  contiguous_strides(t.ndim, t.sizes, l.strides);
-  return l;
-}
-
-// Element offset, in `l`, of the element whose row-major index is `linear`.
-__host__ __device__ inline int64_t offset_of(const Layout& l, int64_t linear) {
-  int64_t offset = 0;
-  for (int32_t d = l.ndim - 1; d >= 0; --d) {
-    int64_t size = l.sizes[d];
-    offset += (linear % size) * l.strides[d];
-    linear /= size;
-  }
-  return offset;
+// `t`'s elements into a C-contiguous buffer of its shape.
+CopyShape gather_shape(const Tensor& t) {
+  Tensor packed = t;
+  contiguous_strides(t.ndim, t.sizes, packed.strides);
+  return copy_shape(packed, t);
 }
 
 // Elements are moved as same-sized unsigned integers: a copy needs no
-// arithmetic, so one kernel per element width serves every dtype.
-template <typename Word>
-__global__ void strided_copy_kernel(Word* dst, Layout dst_layout, const Word* src,
-                                    Layout src_layout, int64_t numel) {
-  int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
-  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel; i += step)
-    dst[offset_of(dst_layout, i)] = src[offset_of(src_layout, i)];
+// arithmetic, so one kernel per element width serves every dtype. Where
+// every offset fits 31 bits (nearly every copy), the offsets are found in
+// 32-bit arithmetic whose divisions are multiplications, and a row-major
+// destination (a gather into a dense buffer) takes the index as its offset.
+template <typename Word, bool DstRowMajor>
+__global__ void strided_copy_kernel_32(Word* dst, const Word* src, Index32 index, uint32_t numel) {
+  const uint32_t step = gridDim.x * blockDim.x;
+  for (uint32_t i = blockIdx.x * blockDim.x + threadIdx.x; i < numel; i += step) {
+    uint32_t to, from;
+    index.offsets<DstRowMajor>(i, &to, &from);
+    dst[to] = src[from];
+  }
 }
 
 template <typename Word>
-void launch_strided_copy(void* dst, const Layout& dst_layout, const void* src,
-                         const Layout& src_layout, int64_t numel, cudaStream_t stream) {
+__global__ void strided_copy_kernel_64(Word* dst, const Word* src, CopyShape shape, int64_t numel) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; i < numel; i += step)
+    dst[strided::offset64(shape, shape.dst_strides, i)] = src[strided::offset64(shape, shape.src_strides, i)];
+}
+
+template <typename Word>
+void launch_strided_copy(void* dst, const void* src, const CopyShape& shape, int64_t numel, cudaStream_t stream) {
   constexpr int kThreads = 256;
   int64_t blocks = (numel + kThreads - 1) / kThreads;
   if (blocks > 65536) blocks = 65536;  // grid-stride loop covers the rest
-  strided_copy_kernel<Word><<<static_cast<unsigned>(blocks), kThreads, 0, stream>>>(
-      static_cast<Word*>(dst), dst_layout, static_cast<const Word*>(src), src_layout, numel);
+  Word* to = static_cast<Word*>(dst);
+  const Word* from = static_cast<const Word*>(src);
+  const unsigned grid = static_cast<unsigned>(blocks);
+  if (!strided::fits_index32(shape)) {
+    strided_copy_kernel_64<Word><<<grid, kThreads, 0, stream>>>(to, from, shape, numel);
+    return;
+  }
+  const Index32 index = Index32::of(shape);
+  const uint32_t count = static_cast<uint32_t>(numel);
+  if (strided::row_major(shape, shape.dst_strides))
+    strided_copy_kernel_32<Word, true><<<grid, kThreads, 0, stream>>>(to, from, index, count);
+  else
+    strided_copy_kernel_32<Word, false><<<grid, kThreads, 0, stream>>>(to, from, index, count);
 }
 
-aotirt_status strided_copy_on_device(void* dst, const Layout& dst_layout, const void* src,
-                                     const Layout& src_layout, int64_t numel, size_t itemsize,
-                                     Stream* stream) {
+aotirt_status strided_copy_on_device(void* dst, const void* src, const CopyShape& shape, int64_t numel,
+                                     size_t itemsize, Stream* stream) {
   if (numel == 0) return AOTIRT_OK;
   DeviceGuard guard;  // kernels launch on the current device's streams only
   AOTIRT_TRY(guard.enter(stream->device));
   switch (itemsize) {
-    case 1: launch_strided_copy<uint8_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
-    case 2: launch_strided_copy<uint16_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
-    case 4: launch_strided_copy<uint32_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
-    case 8: launch_strided_copy<uint64_t>(dst, dst_layout, src, src_layout, numel, stream->handle); break;
+    case 1: launch_strided_copy<uint8_t>(dst, src, shape, numel, stream->handle); break;
+    case 2: launch_strided_copy<uint16_t>(dst, src, shape, numel, stream->handle); break;
+    case 4: launch_strided_copy<uint32_t>(dst, src, shape, numel, stream->handle); break;
+    case 8: launch_strided_copy<uint64_t>(dst, src, shape, numel, stream->handle); break;
     default: return fail(AOTIRT_ERROR_TYPE, "no strided copy for elements of " + std::to_string(itemsize) + " bytes");
   }
   AOTIRT_CUDA_TRY(cudaGetLastError());
   return AOTIRT_OK;
 }
 
-void strided_copy_on_host(char* dst, const Layout& dst_layout, const char* src,
-                          const Layout& src_layout, int64_t numel, size_t itemsize) {
+void strided_copy_on_host(char* dst, const char* src, const CopyShape& shape, int64_t numel, size_t itemsize) {
   for (int64_t i = 0; i < numel; ++i)
-    std::memcpy(dst + offset_of(dst_layout, i) * itemsize, src + offset_of(src_layout, i) * itemsize, itemsize);
+    std::memcpy(dst + strided::offset64(shape, shape.dst_strides, i) * itemsize,
+                src + strided::offset64(shape, shape.src_strides, i) * itemsize, itemsize);
 }
 
 }  // namespace
@@ -104,8 +115,8 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
     if (t.is_contiguous())
       std::memcpy(dst, t.data(), needed);
     else
-      strided_copy_on_host(static_cast<char*>(dst), contiguous_layout_of(t),
-                           static_cast<const char*>(t.data()), layout_of(t), numel, itemsize);
+      strided_copy_on_host(static_cast<char*>(dst), static_cast<const char*>(t.data()), gather_shape(t), numel,
+                           itemsize);
     return AOTIRT_OK;
   }
 
@@ -119,8 +130,7 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
     // Gather on the device first: one contiguous DMA beats many small ones.
     // Through the stream's block cache, like every temporary.
     AOTIRT_TRY(allocate_storage(needed, AOTIRT_DEVICE_CUDA, stream->device, stream, &staging));
-    AOTIRT_TRY(strided_copy_on_device(staging->data, contiguous_layout_of(t), t.data(), layout_of(t), numel,
-                                      itemsize, stream.get()));
+    AOTIRT_TRY(strided_copy_on_device(staging->data, t.data(), gather_shape(t), numel, itemsize, stream.get()));
     source = staging->data;
   }
   cudaError_t copied = cudaMemcpyAsync(dst, source, needed, cudaMemcpyDeviceToHost, stream->handle);
@@ -145,8 +155,7 @@ aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream
                                     cudaMemcpyDeviceToDevice, stream->handle));
     return AOTIRT_OK;
   }
-  return strided_copy_on_device(dst.data(), layout_of(dst), src.data(), layout_of(src), numel,
-                                itemsize, stream);
+  return strided_copy_on_device(dst.data(), src.data(), copy_shape(dst, src), numel, itemsize, stream);
 }
 
 void copy_host_to_host(const Tensor& dst, const Tensor& src) {
@@ -156,8 +165,8 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
     std::memcpy(dst.data(), src.data(), numel * dst.itemsize());
     return;
   }
-  strided_copy_on_host(static_cast<char*>(dst.data()), layout_of(dst),
-                       static_cast<const char*>(src.data()), layout_of(src), numel, dst.itemsize());
+  strided_copy_on_host(static_cast<char*>(dst.data()), static_cast<const char*>(src.data()), copy_shape(dst, src), numel,
+                       dst.itemsize());
 }
 
 aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {
