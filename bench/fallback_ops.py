@@ -1,6 +1,7 @@
 """GPU time per call of the fallback ops of issue 18 (the GEMM family's
 rest, the int4 and float8 matmuls, scatter and index_put, the random
-factories, cumsum) against torch's ops on the same shapes; one JSON row per
+factories, cumsum) and strided copies against torch's ops on the same
+shapes; one JSON row per
 shape on stdout, in bench/ops.py's form (the report puts them in its ops
 table).
 
@@ -12,7 +13,8 @@ The shapes are the ones the models that call these ops give them: a
 decoder's MLP, Linear and GEMV, attention scores as baddbmm, int8 and float8
 linears, int4 weight-only linears at decode (one row) and at prefill,
 KV-cache and embedding updates, sampling's random draws and top-p's
-cumulative sum. bench/ops.py's machinery times them: aotirt's shim through
+cumulative sum; and copy_ out of strided views (a transpose, channels-last
+to contiguous, attention's head split, im2col's gather). bench/ops.py's machinery times them: aotirt's shim through
 ctypes in a worker without torch, torch's op in a torch worker, N calls
 queued behind a spin kernel on each side, the two workers taking turns, one
 repetition each per round; medians of 7 repetitions (3 with --quick).
@@ -79,6 +81,18 @@ CASES = [
     {"op": "cumsum", "model": "top-p sampling", "shape": "x 8x128256 dim-1", "dtype": "float32",
      "input": [8, 128256], "dim": -1},
     {"op": "cumsum", "model": "positions", "shape": "x 4096x64 dim0", "dtype": "int64", "input": [4096, 64], "dim": 0},
+    # copy_ from a strided view into a contiguous tensor: runtime/copy.cu's
+    # strided copy, which also gathers for the copy routine, the
+    # convolution's layout copies and im2col. "base": the elements under the view.
+    {"op": "copy_", "model": "transpose", "shape": "4096x4096 strides 1,4096", "dtype": "float32",
+     "sizes": [4096, 4096], "strides": [1, 4096], "base": 4096 * 4096},
+    {"op": "copy_", "model": "channels-last to contiguous", "shape": "32x64x56x56", "dtype": "float32",
+     "sizes": [32, 64, 56, 56], "strides": [64 * 56 * 56, 1, 56 * 64, 64], "base": 32 * 64 * 56 * 56},
+    {"op": "copy_", "model": "attention heads split", "shape": "8x16x1024x64 from 8x1024x16x64", "dtype": "bfloat16",
+     "sizes": [8, 16, 1024, 64], "strides": [1024 * 16 * 64, 64, 16 * 64, 1], "base": 8 * 1024 * 16 * 64},
+    {"op": "copy_", "model": "im2col gather (Whisper conv1)", "shape": "1x1x3000x80x1x3 windows of 1x80x1x3002",
+     "dtype": "float32", "sizes": [1, 1, 3000, 80, 1, 3], "strides": [80 * 3002, 3002, 1, 3002, 3002, 1],
+     "base": 80 * 3002},
 ]
 
 
@@ -261,6 +275,15 @@ class AotirtWorker(ops.AotirtWorker):
             self.integers(c["input"], 100, seed=1)
         return self.returning(fn, x.ptr, c["dim"], None)
 
+    def build_copy_(self, c):
+        sc = self.sc
+        fn = self._shim("aoti_torch_copy_", sc.H, sc.H, sc.I32)
+        base = self.np.random.default_rng(1).standard_normal(c["base"], dtype=self.np.float32)
+        src, _ = sc.view(base, c["sizes"], c["strides"], 0, "cuda:0", c["dtype"])
+        out = self.tensor(c["sizes"], c["dtype"])
+        self.keep.append(src)
+        return self.into(fn, out.ptr, src.ptr, 0)
+
 
 # ----------------------------------------------------------------- torch worker
 
@@ -360,6 +383,11 @@ class TorchWorker(ops.TorchWorker):
         x = self.tensor(c["input"], c["dtype"], seed=1) if c["dtype"] != "int64" else \
             self.integers(c["input"], 100, seed=1)
         return lambda: self.torch.cumsum(x, c["dim"])
+
+    def build_copy_(self, c):
+        src = self.tensor([c["base"]], c["dtype"], seed=1).as_strided(c["sizes"], c["strides"])
+        out = self.tensor(c["sizes"], c["dtype"])
+        return lambda: out.copy_(src)
 
 
 # ----------------------------------------------------------------------- driver

@@ -23,8 +23,8 @@ def test_every_case_has_a_builder_on_both_sides():
 
 
 def test_every_shim_called_is_exported():
-    names = set(re.findall(r'"(aoti_torch_cuda_\w+)"', SOURCE))
-    assert len(names) >= 13
+    names = set(re.findall(r'"(aoti_torch_\w+)"', SOURCE))
+    assert len(names) >= 14 and "aoti_torch_copy_" in names
     missing = [n for n in sorted(names) if not hasattr(LIB, n)]
     assert not missing, missing
 
@@ -47,6 +47,10 @@ def test_shapes_are_ones_the_shims_take():
             assert case["m"] > 16 and case["k"] % 16 == 0 and case["n"] % 16 == 0
         if case["op"] == "index_put" and not case["accumulate"]:
             assert case["picks"] <= case["rows"]   # distinct rows: a permutation's prefix
+        if case["op"] == "copy_":
+            # The view lies inside the elements under it.
+            reach = sum((size - 1) * stride for size, stride in zip(case["sizes"], case["strides"]))
+            assert len(case["sizes"]) == len(case["strides"]) and 0 <= reach < case["base"], case["model"]
 
 
 def test_an_op_that_no_row_times_is_refused():
