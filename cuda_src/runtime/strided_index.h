@@ -140,17 +140,23 @@ struct Index32 {
     return out;
   }
 
-  // The offsets of the element whose row-major index is `index`; with
-  // `DstRowMajor`, the destination's is the index itself.
+  // The offsets of the element whose row-major index is `index` (less
+  // than the element count); with `DstRowMajor`, the destination's is the
+  // index itself. What is left after the inner dimensions is the outermost
+  // one's coordinate: no division for it.
   template <bool DstRowMajor>
   AOTIRT_STRIDED_HD void offsets(uint32_t index, uint32_t* dst, uint32_t* src) const {
     uint32_t to = 0, from = 0, rest = index;
-    for (int32_t d = ndim - 1; d >= 0; --d) {
+    for (int32_t d = ndim - 1; d > 0; --d) {
       const uint32_t outer = dividers[d].quotient(rest);
       const uint32_t at = rest - outer * dividers[d].divisor;
       if (!DstRowMajor) to += at * dst_strides[d];
       from += at * src_strides[d];
       rest = outer;
+    }
+    if (ndim > 0) {
+      to += rest * dst_strides[0];
+      from += rest * src_strides[0];
     }
     *dst = DstRowMajor ? index : to;
     *src = from;
