@@ -1,8 +1,9 @@
-// Host-only check of cuda_src/shims/convolution/conv_view.h (built and run by
-// tests/shims/test_conv_view.py; no GPU, no cuDNN): which convolutions the
-// tuning's channels-last and im2col alternatives take,
-// and the views they run the same convolution on (im2col's checked against
-// a direct convolution, on the host).
+// Host-only check of cuda_src/shims/convolution/conv_view.h and
+// conv_windows.h (built and run by tests/shims/test_conv_view.py; no GPU, no
+// cuDNN): which convolutions the tuning's channels-last and im2col
+// alternatives take, and the views they run the same convolution on
+// (im2col's checked against a direct convolution, on the host, and its
+// one-pass gather against the padded copy and strided gather).
 
 #include <algorithm>
 #include <cmath>
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "shims/convolution/conv_view.h"
+#include "shims/convolution/conv_windows.h"
 
 namespace cc = aotirt::conv_cuda;
 namespace cl = aotirt::conv_layout;
@@ -115,6 +117,15 @@ double im2col_error(const Geometry& g, cl::Format x_format, cl::Format w_format,
     for (int d = 0; d < 6; ++d) offset += index[d] * u.gather_strides[d];
     matrix.push_back(source[offset]);
     for (int d = 5; d >= 0 && ++index[d] == u.gather_sizes[d]; --d) index[d] = 0;
+  }
+  // The one-pass gather (conv_windows.h), element by element, from the
+  // input as it lies: the same matrix, exactly.
+  cc::WindowIndex windows;
+  if (!cc::window_index_of(s, u, &windows) || windows.count != matrix.size()) return 1e9;
+  for (uint32_t e = 0; e < windows.count; ++e) {
+    uint32_t offset = 0;
+    const double value = windows.source(e, &offset) ? x[offset] : 0.0;
+    if (value != matrix[e]) return 1e9;
   }
   // y[rows, cols] = a[rows, inner] times b[cols, inner] transposed, row-major, as run_gemm.
   auto gemm = [](const double* a, const double* b, double* out, int64_t rows, int64_t inner, int64_t cols) {

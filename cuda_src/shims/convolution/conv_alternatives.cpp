@@ -10,6 +10,7 @@
 #include "runtime/copy.h"
 #include "runtime/errors.h"
 #include "shims/convolution/conv_gemm.h"
+#include "shims/convolution/conv_windows.h"
 #include "shims/libs/cudnn_graph.h"
 
 namespace aotirt {
@@ -54,11 +55,13 @@ struct GemmCall {
   }
 };
 
-// cublas_im2col (conv_view.h's im2col_of), one call of it: the input
-// copied into zeroed scratch where the convolution pads, its windows
-// gathered by one strided copy into a dense matrix, then cuBLAS: one GEMM
-// into a channels-last output, or one per image (in one call) into a
-// contiguous one, the weight times the image's windows transposed.
+// cublas_im2col (conv_view.h's im2col_of), one call of it: the input's
+// windows gathered into a dense matrix in one pass, zeros where they reach
+// into the padding (conv_windows.h; where 32 bits cannot address it, the
+// input copied into zeroed scratch first and the windows gathered from
+// that by one strided copy), then cuBLAS: one GEMM into a channels-last
+// output, or one per image (in one call) into a contiguous one, the weight
+// times the image's windows transposed.
 struct Im2colCall {
   const Spec& s;
   Im2col im2col;
@@ -66,30 +69,38 @@ struct Im2colCall {
   int device;
   const StreamRef& stream;
 
-  static aotirt_status run(const void* call) {
-    const Im2colCall& c = *static_cast<const Im2colCall*>(call);
-    const Im2col& u = c.im2col;
-    Tensor source = *c.ops.x;  // what the windows are gathered from: the input's 4-D view, or its padded copy
+  aotirt_status gather(Tensor* matrix) const {
+    const Im2col& u = im2col;
+    AOTIRT_TRY(new_scratch(6, u.gather_sizes, nullptr, s.dtype, device, stream, matrix));
+    WindowIndex index;
+    if (window_index_of(s, u, &index))
+      return gather_windows(index, ops.x->data(), matrix->data(), matrix->itemsize(), stream->handle);
+    Tensor source = *ops.x;  // what the windows are gathered from: the input's 4-D view, or its padded copy
     source.ndim = 4;
-    std::memcpy(source.sizes, c.s.x.sizes, sizeof(c.s.x.sizes[0]) * 4);
-    std::memcpy(source.strides, c.s.x.strides, sizeof(c.s.x.strides[0]) * 4);
+    std::memcpy(source.sizes, s.x.sizes, sizeof(s.x.sizes[0]) * 4);
+    std::memcpy(source.strides, s.x.strides, sizeof(s.x.strides[0]) * 4);
     if (u.padded) {
       Tensor padded;
-      AOTIRT_TRY(new_scratch(4, u.padded_sizes, u.padded_strides, c.s.dtype, c.device, c.stream, &padded));
+      AOTIRT_TRY(new_scratch(4, u.padded_sizes, u.padded_strides, s.dtype, device, stream, &padded));
       AOTIRT_CUDA_TRY(cudaMemsetAsync(padded.data(), 0, static_cast<size_t>(padded.numel()) * padded.itemsize(),
-                                      c.stream->handle));
+                                      stream->handle));
       Tensor interior = padded;  // where the input lies in it
-      std::memcpy(interior.sizes, c.s.x.sizes, sizeof(c.s.x.sizes[0]) * 4);
-      interior.storage_offset = c.s.padding[0] * u.padded_strides[2] + c.s.padding[1] * u.padded_strides[3];
-      AOTIRT_TRY(copy_device_to_device(interior, source, c.stream.get()));
+      std::memcpy(interior.sizes, s.x.sizes, sizeof(s.x.sizes[0]) * 4);
+      interior.storage_offset = s.padding[0] * u.padded_strides[2] + s.padding[1] * u.padded_strides[3];
+      AOTIRT_TRY(copy_device_to_device(interior, source, stream.get()));
       source = std::move(padded);
     }
     source.ndim = 6;  // the windows: a view, no data moved
     std::memcpy(source.sizes, u.gather_sizes, sizeof(u.gather_sizes));
     std::memcpy(source.strides, u.gather_strides, sizeof(u.gather_strides));
+    return copy_device_to_device(*matrix, source, stream.get());
+  }
+
+  static aotirt_status run(const void* call) {
+    const Im2colCall& c = *static_cast<const Im2colCall*>(call);
+    const Im2col& u = c.im2col;
     Tensor matrix;  // [N*Ho*Wo, K]
-    AOTIRT_TRY(new_scratch(6, u.gather_sizes, nullptr, c.s.dtype, c.device, c.stream, &matrix));
-    AOTIRT_TRY(copy_device_to_device(matrix, source, c.stream.get()));
+    AOTIRT_TRY(c.gather(&matrix));
     const void* weight = c.ops.w->data();
     if (u.output == Im2col::Output::kChannelsLast)
       return run_gemm(kName, u.product, c.s.dtype, c.s.tf32, matrix.data(), weight, c.ops.y->data(), c.device,

@@ -82,6 +82,7 @@ struct Im2col {
   int64_t gather_sizes[6] = {}, gather_strides[6] = {};  // a view of the padded copy, else of the input
   conv_layout::MatmulShape product;                      // rows N*Ho*Wo, inner K = C*kh*kw, cols O
   Output output = Output::kChannelsLast;
+  bool channels_inner = false;  // a window's elements in (i, j, c) order (a channels-last weight), else (c, i, j)
 };
 
 inline bool im2col_of(const Spec& s, Im2col* out) {
@@ -125,6 +126,7 @@ inline bool im2col_of(const Spec& s, Im2col* out) {
   const int64_t sizes_ijc[6] = {n, ho, wo, kh, kw, c}, strides_ijc[6] = {from[0], step_h, step_w, in_h, in_w, from[1]};
   std::memcpy(u.gather_sizes, weight_contiguous ? sizes_cij : sizes_ijc, sizeof(u.gather_sizes));
   std::memcpy(u.gather_strides, weight_contiguous ? strides_cij : strides_ijc, sizeof(u.gather_strides));
+  u.channels_inner = !weight_contiguous;
   u.product = conv_layout::MatmulShape{n * ho * wo, c * kh * kw, o};
   *out = u;
   return true;
