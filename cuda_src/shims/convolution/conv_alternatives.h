@@ -8,7 +8,8 @@
 //  - cublas_im2col: a patch embedding (kernel = stride, unpadded: ViT's
 //    stem), a 1-D convolution (Whisper's front end) or a stem of few input
 //    channels (an RGB image), as im2col and one matrix product: its
-//    windows gathered by one copy (conv_view.h's im2col_of);
+//    windows gathered in one pass (conv_view.h's im2col_of,
+//    conv_windows.h);
 //  - cudnn_channels_last: one whose operands are all contiguous, on
 //    channels-last copies of them, its result copied back. It was built for
 //    Whisper's front end (Inductor, kernel/conv.py, leaves a CUDA 1-D
