@@ -9,6 +9,7 @@
 #include "runtime/errors.h"
 #include "runtime/handle.h"
 #include "runtime/loop.h"
+#include "runtime/unfinished_measurement.h"
 
 namespace aotirt {
 namespace {
@@ -330,9 +331,18 @@ aotirt_status AutoGraphs::run(Tensor* const* inputs, size_t num_inputs, Tensor**
   if (disabled_.load(std::memory_order_acquire)) return run_eagerly(inputs, num_inputs, outputs, num_outputs);
   Entry& entry = find_or_add(std::move(key));
   if (current(entry)) return serve(entry, inputs, num_inputs, outputs, num_outputs);
-  if (entry.eager_runs < kEagerRunsBeforeCapture) {
+  const bool awaiting =
+      entry.measurement_unfinished && entry.runs_awaiting_measurement < kMostRunsAwaitingMeasurement;
+  if (entry.eager_runs < kEagerRunsBeforeCapture || awaiting) {
+    take_unfinished_measurement();  // an earlier call's on this thread, not this one's
     aotirt_status status = run_eagerly(inputs, num_inputs, outputs, num_outputs);
-    if (status == AOTIRT_OK) ++entry.eager_runs;
+    if (status == AOTIRT_OK) {
+      if (entry.eager_runs < kEagerRunsBeforeCapture)
+        ++entry.eager_runs;
+      else
+        ++entry.runs_awaiting_measurement;
+      entry.measurement_unfinished = take_unfinished_measurement();
+    }
     return status;
   }
   bool captured = false;

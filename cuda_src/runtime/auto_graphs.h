@@ -5,7 +5,9 @@
 // A signature is, per input, the dtype, the sizes, the strides and the
 // device (never the address: a replay copies the inputs into the graph's
 // static inputs). Its first kEagerRunsBeforeCapture calls run eagerly (a
-// one-off call never pays for a capture); the next one captures it.
+// one-off call never pays for a capture), and more while the opt-in tuning
+// has a measurement unfinished (unfinished_measurement.h); the next one
+// captures it.
 //
 // Outputs: in copy mode (the default) a call replays an instance of the
 // graph whose static outputs nobody holds and returns aliases of them
@@ -101,6 +103,12 @@ class AutoGraphs {
   struct Entry {
     std::string key;
     uint64_t eager_runs = 0;
+    // The last eager call left a tuning measurement unfinished
+    // (unfinished_measurement.h): calls past kEagerRunsBeforeCapture run
+    // eagerly too (`runs_awaiting_measurement` of them, at most
+    // kMostRunsAwaitingMeasurement), so that the capture takes the choices.
+    bool measurement_unfinished = false;
+    uint64_t runs_awaiting_measurement = 0;
     // Copy mode: up to kGraphInstances; static mode and loops: one.
     std::vector<Instance> instances;
     // Set the first time a call found every instance held (the caller keeps

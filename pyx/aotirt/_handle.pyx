@@ -413,7 +413,9 @@ cdef class CudaHandle(AotiHandle):
     graphs : bool
         Automatic CUDA graphs: :meth:`run` keys each call by its input
         signature (dtypes, shapes, strides, devices); the first 2 calls of a
-        signature run eagerly, the 3rd captures it, and later ones copy
+        signature run eagerly (with the opt-in cuDNN tuning, more while the
+        last one left a measurement unfinished, so that the graph runs the
+        tuned choices), the next captures it, and later ones copy
         their inputs into the graph's static inputs on the stream and replay
         it (one launch). A library that cannot be captured runs eagerly from
         then on (one RuntimeWarning says why). :meth:`loop` replays a graph
@@ -472,7 +474,12 @@ cdef class CudaHandle(AotiHandle):
             One per model input, as for :meth:`run`: their dtypes and shapes
             are the graph's for good.
         warmup : int
-            Eager runs before the capture (default 2).
+            Eager runs before the capture (default 2). With the opt-in cuDNN
+            tuning (``AOTIRT_CUDNN_TUNE``) the graph keeps the engines chosen
+            when it is captured: where the tuning has not finished measuring
+            (its first process; a later one builds the recorded choices at
+            once), that is cuDNN's heuristics' engine. Automatic graphs
+            (``graphs=True``) wait for the measurements instead.
         feedback : sequence of (int, int), optional
             (output index, input index) pairs: the graph ends by copying that
             output into that static input on the device, so that

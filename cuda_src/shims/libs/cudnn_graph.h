@@ -20,6 +20,7 @@
 #include "runtime/errors.h"
 #include "runtime/stream.h"
 #include "runtime/tensor.h"
+#include "runtime/unfinished_measurement.h"
 #include "shims/libs/cudnn.h"
 #include "shims/libs/cudnn_configs.h"
 #include "shims/libs/cudnn_measure.h"
@@ -176,7 +177,12 @@ template <typename Describe>
 aotirt_status execute(const char* who, const GraphPlan& plan, Context& ctx,
                       std::unordered_map<int64_t, void*>& pointers, const StreamRef& stream, const Describe& what,
                       const Alternative* alternative = nullptr) {
-  if (!plan.timings.empty()) AOTIRT_TRY(measure_and_choose(who, plan, ctx, pointers, stream, what, alternative));
+  if (!plan.timings.empty()) {
+    AOTIRT_TRY(measure_and_choose(who, plan, ctx, pointers, stream, what, alternative));
+    // Still measuring: a CUDA graph captured now would keep this call's
+    // engine for good, so the graph code runs eagerly a little longer.
+    if (!plan.timings.empty()) note_unfinished_measurement();
+  }
   if (plan.chosen == kAlternativeIndex && alternative) {
     if (alternative->run(alternative->call) == AOTIRT_OK) return AOTIRT_OK;
     // The choice cannot run this call (its scratch memory, say): the
