@@ -478,7 +478,8 @@ cdef class CudaHandle(AotiHandle):
             tuning (``AOTIRT_CUDNN_TUNE``) the graph keeps the engines chosen
             when it is captured: where the tuning has not finished measuring
             (its first process; a later one builds the recorded choices at
-            once), that is cuDNN's heuristics' engine. Automatic graphs
+            once), that is cuDNN's heuristics' engine. Three eager calls
+            whose outputs were read back finish it. Automatic graphs
             (``graphs=True``) wait for the measurements instead.
         feedback : sequence of (int, int), optional
             (output index, input index) pairs: the graph ends by copying that
