@@ -474,13 +474,9 @@ cdef class CudaHandle(AotiHandle):
             One per model input, as for :meth:`run`: their dtypes and shapes
             are the graph's for good.
         warmup : int
-            Eager runs before the capture (default 2). With the opt-in cuDNN
-            tuning (``AOTIRT_CUDNN_TUNE``) the graph keeps the engines chosen
-            when it is captured: where the tuning has not finished measuring
-            (its first process; a later one builds the recorded choices at
-            once), that is cuDNN's heuristics' engine. Three eager calls
-            whose outputs were read back finish it. Automatic graphs
-            (``graphs=True``) wait for the measurements instead.
+            Eager runs before the capture (default 2). The graph keeps the
+            cuDNN engines of its capture: with ``AOTIRT_CUDNN_TUNE``, finish
+            the tuning first (three eager calls with their outputs read back).
         feedback : sequence of (int, int), optional
             (output index, input index) pairs: the graph ends by copying that
             output into that static input on the device, so that
