@@ -147,6 +147,11 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
 }
 
 aotirt_status copy_device_to_device(const Tensor& dst, const Tensor& src, Stream* stream) {
+  // One shape: the copy walks both tensors by dst's sizes (copy_shape).
+  bool same = dst.ndim == src.ndim && dst.itemsize() == src.itemsize();
+  for (int64_t d = 0; same && d < dst.ndim; ++d) same = dst.sizes[d] == src.sizes[d];
+  if (!same)
+    return fail(AOTIRT_ERROR_VALUE, "a device copy between tensors of different shapes or element sizes");
   const int64_t numel = dst.numel();
   const size_t itemsize = dst.itemsize();
   if (dst.is_contiguous() && src.is_contiguous()) {

@@ -122,7 +122,7 @@ struct Im2colCall {
 // a pixel: an RGB image) too, where cuDNN runs ten times slower than the
 // arithmetic and memory traffic need (resnet18's: 25 us, on every engine
 // it lists). torch's F.unfold and mm took 44 us there, but most of that is
-// F.unfold's own copies; aotirt's is one strided copy. The alternative it
+// F.unfold's own copies; aotirt's gather is one pass. The alternative it
 // replaces there, cuDNN on channels zero-padded to 16-byte rows, lost by 6%
 // and 48% on the H100.
 bool im2col_offered(const Spec& s, Im2col* u) {
