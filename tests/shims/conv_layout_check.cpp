@@ -12,13 +12,12 @@
 #include <vector>
 
 #include "conv_layout.h"
+#include "host_check.h"
 
 namespace cl = aotirt::conv_layout;
 using Dims = std::vector<int64_t>;
 
 namespace {
-
-int checks = 0, failures = 0;
 
 std::string text(const Dims& v) {
   std::string s = "(";
@@ -26,13 +25,7 @@ std::string text(const Dims& v) {
   return s + ")";
 }
 
-void expect(bool ok, const std::string& what) {
-  ++checks;
-  if (!ok) {
-    ++failures;
-    std::printf("FAIL %s\n", what.c_str());
-  }
-}
+using host_check::expect;
 
 // Element strides of [N, C, *spatial] over [N, *spatial, C] memory.
 Dims channels_last(const Dims& shape) {
@@ -282,6 +275,5 @@ int main() {
   refused("rank", x1, w2, {}, one2, zero2, one2, {}, 1, false, "the input must have the weight's 4 dimensions");
   refused("weight rank", x2, Dims{4, 3}, {}, one2, zero2, one2, {}, 1, false, "3, 4 or 5 dimensions");
 
-  std::printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return host_check::finish();
 }

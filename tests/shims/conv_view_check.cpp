@@ -12,6 +12,7 @@
 #include <string>
 #include <vector>
 
+#include "host_check.h"
 #include "shims/convolution/conv_view.h"
 #include "shims/convolution/conv_windows.h"
 
@@ -21,15 +22,7 @@ using Dims = std::vector<int64_t>;
 
 namespace {
 
-int checks = 0, failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  ++checks;
-  if (!ok) {
-    ++failures;
-    std::printf("FAILED: %s\n", what.c_str());
-  }
-}
+using host_check::expect;
 
 cc::View view(const Dims& sizes, cl::Format format) {
   cc::View v;
@@ -256,6 +249,5 @@ int main() {
           expect(im2col_error(g, xf, wf, yf) == 0, what);
         }
 
-  std::printf("%d checks, %d failures\n", checks, failures);
-  return failures ? 1 : 0;
+  return host_check::finish();
 }

@@ -8,6 +8,7 @@
 #include <string>
 #include <unordered_map>
 
+#include "host_check.h"
 #include "shims/libs/cudnn_knobs.h"
 
 // The handle NV_CUDNN_FRONTEND_USE_DYNAMIC_LOADING resolves cuDNN through
@@ -28,13 +29,7 @@ using aotirt::cudnn::tuning::EngineConfig;
 namespace knobs = aotirt::cudnn::knobs;
 namespace tuning = aotirt::cudnn::tuning;
 
-int failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  if (ok) return;
-  ++failures;
-  std::printf("FAILED: %s\n", what.c_str());
-}
+using host_check::expect;
 
 }  // namespace
 
@@ -79,6 +74,5 @@ int main() {
   expect(tuning::parse_tag("eng3_k0=2", &deprecated) && !knobs::frontend_knobs(deprecated, &got),
          "the deprecated SPLIT_K (k0) is refused");
 
-  std::printf("%d failures\n", failures);
-  return failures ? 1 : 0;
+  return host_check::finish();
 }

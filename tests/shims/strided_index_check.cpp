@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "host_check.h"
 #include "runtime/strided_index.h"
 
 namespace st = aotirt::strided;
@@ -18,15 +19,7 @@ using Dims = std::vector<int64_t>;
 
 namespace {
 
-int checks = 0, failures = 0;
-
-void expect(bool ok, const std::string& what) {
-  ++checks;
-  if (!ok) {
-    ++failures;
-    if (failures <= 20) std::printf("FAILED: %s\n", what.c_str());
-  }
-}
+using host_check::expect;
 
 std::string dims(const Dims& d) {
   std::string out = "[";
@@ -219,6 +212,5 @@ int main() {
   check_known_shapes();
   check_random_views();
   check_index32_bounds();
-  std::printf("%d checks, %d failures\n", checks, failures);
-  return failures == 0 ? 0 : 1;
+  return host_check::finish();
 }
