@@ -15,24 +15,30 @@ namespace {
 using strided::CopyShape;
 using strided::Index32;
 
-// The copy of `src`'s elements into `dst`'s (same shape), reduced
+// A copy of `ndim` dimensions of `sizes` between the two strides, reduced
 // (strided_index.h): the fewest dimensions that describe both layouts.
-CopyShape copy_shape(const Tensor& dst, const Tensor& src) {
+CopyShape reduced(int64_t ndim, const int64_t* sizes, const int64_t* dst_strides, const int64_t* src_strides) {
   CopyShape shape;
-  shape.ndim = static_cast<int32_t>(dst.ndim);
-  for (int64_t d = 0; d < dst.ndim; ++d) {
-    shape.sizes[d] = dst.sizes[d];
-    shape.dst_strides[d] = dst.strides[d];
-    shape.src_strides[d] = src.strides[d];
+  shape.ndim = static_cast<int32_t>(ndim);
+  for (int64_t d = 0; d < ndim; ++d) {
+    shape.sizes[d] = sizes[d];
+    shape.dst_strides[d] = dst_strides[d];
+    shape.src_strides[d] = src_strides[d];
   }
   return strided::reduce(shape);
 }
 
-// `t`'s elements into a C-contiguous buffer of its shape.
+// The copy of `src`'s elements into `dst`'s (same shape).
+CopyShape copy_shape(const Tensor& dst, const Tensor& src) {
+  return reduced(dst.ndim, dst.sizes, dst.strides, src.strides);
+}
+
+// `t`'s elements into a C-contiguous buffer of its shape (the copy
+// routine's gather: no Tensor copied, so no reference counts touched).
 CopyShape gather_shape(const Tensor& t) {
-  Tensor packed = t;
-  contiguous_strides(t.ndim, t.sizes, packed.strides);
-  return copy_shape(packed, t);
+  int64_t packed[AOTIRT_MAX_DIMS];
+  contiguous_strides(t.ndim, t.sizes, packed);
+  return reduced(t.ndim, t.sizes, packed, t.strides);
 }
 
 // Elements are moved as same-sized unsigned integers: a copy needs no
