@@ -6,8 +6,12 @@ from report_common import fmt as _fmt
 INTRO = ("The zoo's models that convolve, run by aotirt with AOTIRT_CUDNN_TUNE (each convolution's candidates "
          "measured during the warm-up, with an empty choices' file; the timed calls run the choices) and by "
          "torch's runner on the same library (cuDNN's heuristics' engines, torch's default), in turns, timed as "
-         "the zoo times them (bench/tuning.py). `untuned`: aotirt's GPU time in the zoo section, another run "
-         "of this report. Errors: the tuned outputs against torch eager, within the zoo's bounds.")
+         "the zoo times them (bench/tuning.py). `untuned`: aotirt's GPU time with the tuning off, from the "
+         "same invocation's mode `off` (tuning.py --untuned) where it ran, else from the zoo section, another "
+         "run of this report. Mode `<mode> recorded` (--recorded): a later process on the choices its mode "
+         "recorded, measuring nothing. Errors: the tuned outputs against torch eager, within the zoo's bounds.")
+
+UNTUNED = "off"  # bench/tuning.py's label for its untuned run
 
 TARGET = 0.90  # issue 14: the tuned conv models' GPU time at least 10% under torch's default choice
 
@@ -23,6 +27,10 @@ def _gpu(rows, case, model, runner, mode=None):
         if r["case"] == case and r["model"] == model and r.get("runner") == runner and r.get("mode") == mode:
             return r.get("gpu_us_per_call")
     return None
+
+
+def _untuned_gpu(rows, model):
+    return _gpu(rows, "tuning", model, "aotirt", UNTUNED) or _gpu(rows, "zoo", model, "aotirt")
 
 
 def tuning_totals(rows):
@@ -63,7 +71,7 @@ def tuning_section(rows):
                        if check.get("ran") else check.get("note", "not checked"))
             out.append(f"| {model} | {mode} | {_fmt(torch)} | {_fmt(mine)} | "
                        f"{_fmt(mine / torch if mine and torch else None, 3)} | "
-                       f"{_fmt(_gpu(rows, 'zoo', model, 'aotirt'))} | "
+                       f"{_fmt(_untuned_gpu(rows, model))} | "
                        f"{_fmt(_gpu(rows, 'tuning', model, 'aotirt graph replay', mode))} | {outputs} |")
     out.append("")
     for mode, (n, mine, torch) in tuning_totals(rows).items():
@@ -71,6 +79,10 @@ def tuning_section(rows):
             out.append(f"Mode {mode}: no model with both figures.")
             continue
         ratio = mine / torch
+        if mode == UNTUNED:
+            out.append(f"Mode {mode} (untuned, the baseline), summed over {n} models: aotirt {mine:.1f} us, "
+                       f"torch's runner {torch:.1f} us: {ratio:.3f}x.")
+            continue
         out.append(f"Mode {mode}, summed over {n} models: aotirt tuned {mine:.1f} us, torch's runner {torch:.1f} us: "
                    f"{ratio:.3f}x, {100 * (1 - ratio):.1f}% under (target: at least {100 * (1 - TARGET):.0f}% "
                    f"under, {TARGET:.2f}x): {'met' if ratio <= TARGET else '**missed**'}.")

@@ -89,3 +89,42 @@ def test_the_target_is_the_summed_gpu_time_against_torchs_faster_runner():
 def test_no_tuning_rows_no_section():
     assert report_tuning.tuning_section([{"case": "zoo", "model": "a", "runner": "aotirt"}]) == []
     assert report_tuning.tuning_summary([]) == ""
+
+
+def test_the_untuned_and_recorded_runs_are_planned_around_each_mode():
+    assert tuning.planned_runs(["1", "wide"], untuned=False, recorded=False) == [("1", "1", "1"),
+                                                                                 ("wide", "wide", "wide")]
+    # The recorded run reads the folder its mode's run filled; the untuned run has its own.
+    assert tuning.planned_runs(["1", "wide"], untuned=True, recorded=True) == [
+        ("off", None, "off"), ("1", "1", "1"), ("1 recorded", "1", "1"),
+        ("wide", "wide", "wide"), ("wide recorded", "wide", "wide")]
+
+
+def test_the_untuned_run_is_a_baseline_not_a_verdict():
+    rows = [gpu_row("tuning", "a", "aotirt", 100.0, mode="off"),
+            gpu_row("tuning", "a", "torch runner (run_single_threaded)", 100.0, mode="off"),
+            gpu_row("tuning", "a", "aotirt", 85.0, mode="1 recorded"),
+            gpu_row("tuning", "a", "torch runner (run_single_threaded)", 100.0, mode="1 recorded"),
+            gpu_row("zoo", "a", "aotirt", 95.0, mode=None)]
+    text = "\n".join(report_tuning.tuning_section(rows))
+    # The untuned column comes from the same invocation's mode off, not the zoo section.
+    assert "| a | 1 recorded | 100.00 | 85.00 | 0.850 | 100.00 | – | not checked |" in text
+    assert "Mode off (untuned, the baseline), summed over 1 models: aotirt 100.0 us, torch's runner 100.0 us: 1.000x." \
+        in text
+    assert "Mode 1 recorded, summed over 1 models" in text and "0.850x, 15.0% under" in text and ": met." in text
+    assert text.count("met.") == 1
+
+
+def test_the_tuning_switch_is_left_unset_for_the_untuned_run(monkeypatch, tmp_path):
+    # run_zoo's environment: the caller's AOTIRT_CUDNN_TUNE dropped for the untuned run, set for a tuned one.
+    seen = []
+
+    def fake_run(command, env, **_):
+        seen.append((env.get("AOTIRT_CUDNN_TUNE"), env["AOTIRT_CACHE"]))
+        return subprocess.CompletedProcess(command, 0)
+
+    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", "wide")
+    monkeypatch.setattr(tuning.subprocess, "run", fake_run)
+    assert tuning.run_zoo(["cnn"], None, True, None, str(tmp_path / "off")) == []
+    assert tuning.run_zoo(["cnn"], "1", True, None, str(tmp_path / "1")) == []
+    assert seen == [(None, str(tmp_path / "off")), ("1", str(tmp_path / "1"))]
