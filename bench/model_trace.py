@@ -3,6 +3,7 @@ the same library, every GPU activity (kernels, copies, memsets) of one batch
 of calls, read by torch's profiler (CUPTI), each runner in its own process.
 
     python3 bench/model_trace.py --only resnet18,mobilenet_v2 [--out FILE]
+    python3 bench/model_trace.py --only mobilenet_v2 --tune 1 [--out FILE]
 
 A diagnostic for the zoo table's `GPU us` columns, not a benchmark: the
 profiler slows the host, so only the GPU's side is read. The batch is queued
@@ -13,6 +14,18 @@ last one's end (`span`; span minus busy is the GPU's time between
 activities). Then the kernel names whose count or time per call differs
 between the two runners, largest difference first; the same for the GPU's
 idle time after each kernel name; and the host's CUDA calls per call.
+
+With --tune MODE (1 or wide: AOTIRT_CUDNN_TUNE's tuned modes) the row
+compares aotirt with itself instead: untuned, tuned in the process that
+measures (an empty choices' folder; its warm-up calls each wait for the
+GPU, so that every measurement is read and chosen before the trace), and
+tuned in a later process on the choices that one recorded. Session 23's
+tuned zoo ran its graph replays faster than untuned on all ten conv models
+and its eager calls slower on eight (bench/runs/s23-h100-check.md); the
+kernels whose count or time moves, and the idle time after them, say
+which engines or which work between them make that. The tuned sides'
+debug log gives each layer's choice ("kept" or "chose", with the
+measured times).
 
 The aotirt process imports torch for its profiler only: the model still
 runs through aotirt alone (Python opens torch's libraries RTLD_LOCAL, so the
@@ -45,6 +58,10 @@ PROFILED_BATCHES = 3
 PROFILED_SPIN_MARGIN = 6.0
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
 LISTED_DIFFERENCES = 12
+TUNE_MODES = ("1", "wide")  # AOTIRT_CUDNN_TUNE's tuned modes (cuda_src/shims/libs/cudnn_tuning.h)
+UNTUNED, MEASURING, RECORDED = "aotirt", "aotirt tuned, measuring", "aotirt tuned, recorded"
+CHOICE_LINE = "cuDNN tuning measured"  # the debug log's line of each choice (cudnn_measure.h)
+LISTED_CHOICES = 80
 
 
 def open_side(side, folder, scratch):
@@ -53,7 +70,7 @@ def open_side(side, folder, scratch):
 
     meta = zoo_check.read_meta(folder)
     package = os.path.join(folder, "model.pt2")
-    if side == "aotirt":
+    if side.startswith("aotirt"):
         import aotirt
         from gpu_timer import AotirtClock
 
@@ -74,9 +91,12 @@ def trace_side(side, folder):
 
     with tempfile.TemporaryDirectory(prefix="aotirt-trace-") as scratch:
         call, clock = open_side(side, folder, scratch)
+        # Each warm-up call waits for the GPU: a tuned plan chooses in a
+        # later call that finds its measurement done (cudnn_measure.h), so
+        # by the last one every choice is made.
         for _ in range(WARMUP_CALLS):
             call()
-        clock.wait()
+            clock.wait()
         for _ in range(2):  # sizes the spin to the host's pace of this call
             clock.timer.us_per_call(call, CALLS, clock.wait)
         clock.timer.spin_margin = PROFILED_SPIN_MARGIN
@@ -96,8 +116,37 @@ def trace_side(side, folder):
     # allocations) shows in the host's calls.
     api = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
+            "recorded_choices": recorded_choices(os.environ.get("AOTIRT_CACHE")),
             "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
             "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
+
+
+def recorded_choices(cache):
+    """How many choices the tuning's files in `cache` hold (None: no cache set)."""
+    if not cache:
+        return None
+    try:
+        names = [n for n in os.listdir(cache) if n.startswith("cudnn-tuned-") and n.endswith(".tsv")]
+    except OSError:
+        return 0
+    count = 0
+    for name in names:
+        with open(os.path.join(cache, name)) as f:
+            count += sum(1 for line in f if "\t" in line.strip())
+    return count
+
+
+def choices_of(log):
+    """The debug log's choices ("kept ..." or "chose ..."), each with what it
+    was measured for, from a tuned side's stderr."""
+    out = []
+    for line in log.splitlines():
+        if CHOICE_LINE not in line:
+            continue
+        # "<shim>: cuDNN tuning measured N engines for a <what>: kept|chose <engine> at ..."
+        rest = line.split(CHOICE_LINE, 1)[1]
+        out.append(" ".join(rest.split())[:300])
+    return out
 
 
 def summarise(trace):
@@ -134,26 +183,73 @@ def gaps_by_name(trace):
                     for before, after in zip(acts, acts[1:]))
 
 
-def differences(aotirt_trace, torch_trace, table=by_name):
-    ours, theirs = table(aotirt_trace), table(torch_trace)
+def differences(ours_trace, theirs_trace, table=by_name, labels=("aotirt", "torch")):
+    """The names whose count or time per call differs most between two
+    traces, `labels` naming their columns (ours first); diff_us is ours
+    minus theirs."""
+    ours, theirs = table(ours_trace), table(theirs_trace)
+    mine, other = labels
     rows = []
     for name in set(ours) | set(theirs):
         (n_a, us_a), (n_t, us_t) = ours.get(name, (0, 0.0)), theirs.get(name, (0, 0.0))
-        rows.append({"name": name[:160], "aotirt_count": n_a, "torch_count": n_t,
-                     "aotirt_us": round(us_a, 2), "torch_us": round(us_t, 2), "diff_us": round(us_a - us_t, 2)})
+        rows.append({"name": name[:160], f"{mine}_count": n_a, f"{other}_count": n_t,
+                     f"{mine}_us": round(us_a, 2), f"{other}_us": round(us_t, 2), "diff_us": round(us_a - us_t, 2)})
     rows.sort(key=lambda r: -abs(r["diff_us"]))
     return rows[:LISTED_DIFFERENCES]
 
 
-def run_side(side, folder):
-    """One side in a fresh process (the two runners never share one)."""
-    env = dict(os.environ)
-    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "pyx"), env.get("PYTHONPATH", "")])
+def side_env(side, tune, choices):
+    """The environment of `side`'s process: the untuned sides without
+    AOTIRT_CUDNN_TUNE, the tuned ones with the mode `tune`, the choices'
+    folder `choices` (shared by the measuring side and the recorded one
+    after it) and the debug log that names each choice."""
+    env = {k: v for k, v in os.environ.items() if k not in ("AOTIRT_CUDNN_TUNE", "AOTIRT_CACHE", "AOTIRT_LOG")}
+    env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "pyx"), os.environ.get("PYTHONPATH", "")])
+    if side in (MEASURING, RECORDED):
+        env.update(AOTIRT_CUDNN_TUNE=tune, AOTIRT_CACHE=choices, AOTIRT_LOG="debug")
+    return env
+
+
+def run_side(side, folder, tune=None, choices=None):
+    """One side in a fresh process (no two sides share one): its trace, and
+    for a tuned side its choices from the debug log."""
     done = subprocess.run([sys.executable, os.path.abspath(__file__), "--side", side, "--folder", folder],
-                          capture_output=True, text=True, env=env, timeout=600)
+                          capture_output=True, text=True, env=side_env(side, tune, choices), timeout=600)
     if done.returncode != 0:
         raise RuntimeError(f"{side} trace failed ({done.returncode}): {done.stderr.strip()[-800:]}")
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    trace = json.loads(done.stdout.strip().splitlines()[-1])
+    if side in (MEASURING, RECORDED):
+        choices_made = choices_of(done.stderr)
+        trace["choices"] = choices_made[:LISTED_CHOICES]
+        trace["chose_another"] = sum(1 for c in choices_made if ": chose " in c)
+        trace["kept"] = sum(1 for c in choices_made if ": kept " in c)
+    return trace
+
+
+def compare_runners(folder):
+    """The row's figures of aotirt against torch's runner."""
+    traces = {side: run_side(side, folder) for side in ("aotirt", "torch")}
+    return {**{side: summarise(trace) for side, trace in traces.items()},
+            "differences": differences(traces["aotirt"], traces["torch"]),
+            "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
+            "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+
+
+def compare_tuning(folder, tune):
+    """The row's figures of aotirt untuned against tuned, in the process that
+    measures and in one on its recorded choices (one fresh choices' folder
+    for both)."""
+    with tempfile.TemporaryDirectory(prefix="aotirt-trace-choices-") as choices:
+        traces = {side: run_side(side, folder, tune, choices) for side in (UNTUNED, MEASURING, RECORDED)}
+    row = {"mode": tune, **{side: summarise(trace) for side, trace in traces.items()},
+           "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+    for side, short in ((MEASURING, "measuring"), (RECORDED, "recorded")):
+        labels = (short, "untuned")
+        row[f"{short}_differences"] = differences(traces[side], traces[UNTUNED], labels=labels)
+        row[f"{short}_gap_differences"] = differences(traces[side], traces[UNTUNED], gaps_by_name, labels)
+        for key in ("recorded_choices", "chose_another", "kept", "choices"):
+            row[f"{short}_{key}"] = traces[side].get(key)
+    return row
 
 
 def main():
@@ -161,7 +257,9 @@ def main():
     parser.add_argument("--only", default="resnet18", help="comma-separated zoo model names")
     parser.add_argument("--cache", help="the models' cache (default: the tests' .cache/aoti)")
     parser.add_argument("--out")
-    parser.add_argument("--side", choices=("aotirt", "torch"), help=argparse.SUPPRESS)
+    parser.add_argument("--tune", choices=TUNE_MODES,
+                        help="compare aotirt untuned with aotirt tuned in this mode (measuring, then recorded)")
+    parser.add_argument("--side", choices=("aotirt", "torch", MEASURING, RECORDED), help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
@@ -172,15 +270,12 @@ def main():
     root = os.path.join(args.cache or default_cache(), cache_key("cuda"))
     for name in filter(None, args.only.split(",")):
         folder = os.path.join(root, name)
+        case = "model_trace_tuning" if args.tune else "model_trace"
         try:
-            traces = {side: run_side(side, folder) for side in ("aotirt", "torch")}
-            row = {"case": "model_trace", "model": name,
-                   **{side: summarise(trace) for side, trace in traces.items()},
-                   "differences": differences(traces["aotirt"], traces["torch"]),
-                   "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
-                   "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+            figures = compare_tuning(folder, args.tune) if args.tune else compare_runners(folder)
+            row = {"case": case, "model": name, **figures}
         except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
-            row = {"case": "model_trace", "model": name, "error": str(error)}
+            row = {"case": case, "model": name, "error": str(error)}
         line = json.dumps(row)
         print(line, flush=True)
         if args.out:

@@ -1,0 +1,80 @@
+"""bench/model_trace.py's arithmetic and its tuned sides' set-up (the
+traces themselves need the GPU, torch's profiler and the compiled zoo)."""
+
+import os
+import sys
+
+import pytest
+
+from support.helpers import REPO
+
+sys.path.insert(0, os.path.join(REPO, "bench"))
+trace = pytest.importorskip("model_trace")
+
+
+def activities(*spans):
+    """A trace of (name, start us, duration us) activities."""
+    return {"activities": [{"ts": ts, "dur": dur, "name": name, "cat": "kernel"} for name, ts, dur in spans]}
+
+
+def test_differences_name_their_columns_and_put_the_largest_first(monkeypatch):
+    monkeypatch.setattr(trace, "CALLS", 1)
+    tuned = activities(("conv_a", 0, 5), ("conv_b", 10, 2), ("add", 20, 1))
+    untuned = activities(("conv_a", 0, 6), ("conv_c", 10, 4), ("add", 20, 1))
+    rows = trace.differences(tuned, untuned, labels=("recorded", "untuned"))
+    assert [r["name"] for r in rows[:3]] == ["conv_c", "conv_b", "conv_a"]
+    assert rows[0] == {"name": "conv_c", "recorded_count": 0, "untuned_count": 1, "recorded_us": 0.0,
+                       "untuned_us": 4.0, "diff_us": -4.0}
+    assert rows[2]["diff_us"] == -1.0
+    # The default labels keep the runner comparison's columns.
+    assert "torch_us" in trace.differences(tuned, untuned)[0]
+
+
+def test_the_idle_time_after_each_kernel_is_told_apart(monkeypatch):
+    monkeypatch.setattr(trace, "CALLS", 1)
+    gaps = trace.gaps_by_name(activities(("conv", 0, 5), ("add", 8, 1), ("conv", 9, 5), ("add", 14, 1)))
+    assert gaps == {"after conv": (2, 3.0), "after add": (1, 0.0)}
+
+
+def test_only_the_tuned_sides_tune_and_they_share_one_choices_folder(monkeypatch):
+    monkeypatch.setenv("AOTIRT_CUDNN_TUNE", "wide")
+    monkeypatch.setenv("AOTIRT_CACHE", "/somewhere/else")
+    untuned = trace.side_env(trace.UNTUNED, "1", "/tmp/choices")
+    assert "AOTIRT_CUDNN_TUNE" not in untuned and "AOTIRT_CACHE" not in untuned
+    assert "AOTIRT_CUDNN_TUNE" not in trace.side_env("torch", "1", "/tmp/choices")
+    for side in (trace.MEASURING, trace.RECORDED):
+        env = trace.side_env(side, "1", "/tmp/choices")
+        assert (env["AOTIRT_CUDNN_TUNE"], env["AOTIRT_CACHE"], env["AOTIRT_LOG"]) == ("1", "/tmp/choices", "debug")
+        assert env["PYTHONPATH"].split(os.pathsep)[0] == os.path.join(trace.REPO, "pyx")
+
+
+def test_the_debug_logs_choices_are_read_and_other_lines_left(monkeypatch):
+    log = "\n".join([
+        "aotirt: aoti_torch_cuda_convolution: cuDNN plan eng0 (workspace 0 bytes) for a conv",
+        "aotirt: aoti_torch_cuda_convolution: cuDNN tuning measured 9 engines for a 2x3x8x8 conv: kept eng0 "
+        "at 4.1 us a run (the heuristics' eng0 at 4.1 us)",
+        "aotirt: aoti_torch_cuda_convolution: cuDNN tuning measured 4 engines for a 2x8x8x8 conv: chose eng7_k13=2 "
+        "at 3.0 us a run (the heuristics' eng0 at 3.5 us)",
+    ])
+    choices = trace.choices_of(log)
+    assert len(choices) == 2
+    assert choices[0].startswith("9 engines for a 2x3x8x8 conv: kept eng0")
+    assert ": chose eng7_k13=2" in choices[1]
+
+
+def test_recorded_choices_count_the_tuning_files_lines(tmp_path):
+    assert trace.recorded_choices(None) is None
+    assert trace.recorded_choices(str(tmp_path / "absent")) == 0
+    (tmp_path / "cudnn-tuned-v2-sm90-cudnn91900.tsv").write_text("ab\teng0\ncd\teng3_k13=1\n")
+    (tmp_path / "cudnn-tuned-wide-v2-sm90-cudnn91900.tsv").write_text("ef\teng1\n")
+    (tmp_path / "notes.tsv").write_text("gh\teng2\n")
+    assert trace.recorded_choices(str(tmp_path)) == 3
+
+
+def test_an_unknown_tuning_mode_is_refused_before_anything_runs(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["model_trace.py", "--tune", "2"])
+    monkeypatch.setattr(trace, "run_side", lambda *a: pytest.fail("traced a side"))
+    with pytest.raises(SystemExit) as exit_info:
+        trace.main()
+    assert exit_info.value.code == 2
+    assert "invalid choice" in capsys.readouterr().err
