@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from support.helpers import REPO
+from support.helpers import REPO, usage_error
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
@@ -53,10 +53,7 @@ def test_the_zoos_rows_become_this_parts_with_the_mode():
 
 
 def test_an_unknown_mode_is_refused(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["tuning.py", "--modes", "wide,fast"])
-    with pytest.raises(SystemExit) as exit_info:
-        tuning.main()
-    assert exit_info.value.code == 2 and "unknown mode(s) fast" in capsys.readouterr().err
+    assert "unknown mode(s) fast" in usage_error(tuning.main, ["tuning.py", "--modes", "wide,fast"], monkeypatch, capsys)
 
 
 def gpu_row(case, model, runner, gpu, mode="wide"):

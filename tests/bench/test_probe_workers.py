@@ -6,7 +6,7 @@ import sys
 
 import pytest
 
-from support.helpers import REPO
+from support.helpers import REPO, usage_error
 
 sys.path.insert(0, os.path.join(REPO, "bench"))
 probe = pytest.importorskip("probe_workers")
@@ -47,9 +47,6 @@ def test_each_variant_sets_the_pinning_and_one_each_moves_a_side_to_the_other_ki
 
 
 def test_an_unknown_variant_is_refused_before_anything_runs(monkeypatch, capsys):
-    monkeypatch.setattr(sys, "argv", ["probe_workers.py", "--variants", "local,nearby"])
     monkeypatch.setattr(probe, "run_zoo", lambda *a: pytest.fail("ran a zoo run"))
-    with pytest.raises(SystemExit) as exit_info:
-        probe.main()
-    assert exit_info.value.code == 2
-    assert "unknown variant(s) nearby" in capsys.readouterr().err
+    err = usage_error(probe.main, ["probe_workers.py", "--variants", "local,nearby"], monkeypatch, capsys)
+    assert "unknown variant(s) nearby" in err

@@ -30,6 +30,19 @@ def run_host_check(tmp_path, source, includes=("cuda_src", "include"), flags=("-
     return proc.stdout
 
 
+def usage_error(main, argv, monkeypatch, capsys):
+    """What a script's `main()` writes to stderr when `argv` (its sys.argv)
+    is refused as argparse refuses a usage error: exit status 2. A test
+    that also patches out the script's work checks that nothing ran first."""
+    import pytest
+
+    monkeypatch.setattr(sys, "argv", argv)
+    with pytest.raises(SystemExit) as exit_info:
+        main()
+    assert exit_info.value.code == 2
+    return capsys.readouterr().err
+
+
 def random_inputs(rng, shape, count=3):
     """`count` float32 arrays of `shape` drawn from a normal distribution."""
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(count)]
