@@ -116,15 +116,13 @@ def trace_side(side, folder):
     # allocations) shows in the host's calls.
     api = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
-            "recorded_choices": recorded_choices(os.environ.get("AOTIRT_CACHE")),
+            "recorded_choices": recorded_choices(os.environ["AOTIRT_CACHE"]) if side in (MEASURING, RECORDED) else None,
             "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
             "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
 
 
 def recorded_choices(cache):
-    """How many choices the tuning's files in `cache` hold (None: no cache set)."""
-    if not cache:
-        return None
+    """How many choices the tuning's files in the folder `cache` hold."""
     try:
         names = [n for n in os.listdir(cache) if n.startswith("cudnn-tuned-") and n.endswith(".tsv")]
     except OSError:
@@ -199,11 +197,11 @@ def differences(ours_trace, theirs_trace, table=by_name, labels=("aotirt", "torc
 
 
 def side_env(side, tune, choices):
-    """The environment of `side`'s process: the untuned sides without
-    AOTIRT_CUDNN_TUNE, the tuned ones with the mode `tune`, the choices'
-    folder `choices` (shared by the measuring side and the recorded one
-    after it) and the debug log that names each choice."""
-    env = {k: v for k, v in os.environ.items() if k not in ("AOTIRT_CUDNN_TUNE", "AOTIRT_CACHE", "AOTIRT_LOG")}
+    """The environment of `side`'s process: this one's, but the untuned
+    sides without AOTIRT_CUDNN_TUNE, and the tuned ones with the mode
+    `tune`, the choices' folder `choices` (shared by the measuring side and
+    the recorded one after it) and the debug log that names each choice."""
+    env = {k: v for k, v in os.environ.items() if k != "AOTIRT_CUDNN_TUNE"}
     env["PYTHONPATH"] = os.pathsep.join([os.path.join(REPO, "pyx"), os.environ.get("PYTHONPATH", "")])
     if side in (MEASURING, RECORDED):
         env.update(AOTIRT_CUDNN_TUNE=tune, AOTIRT_CACHE=choices, AOTIRT_LOG="debug")
