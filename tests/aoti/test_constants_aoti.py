@@ -266,6 +266,7 @@ def test_inspect_reads_the_package_without_opening_it(model):
 
 
 @pytest.mark.gpu
+@pytest.mark.reads_device_free_memory
 def test_shared_weights_hold_one_copy():
     large = Model("large", "cuda")
     with large.load() as probe:

@@ -3,8 +3,9 @@ script in a small tree of its own with a stand-in for Python that records
 what it is asked to run (no GPU, no torch): the zoo is compiled only by a
 command that reads it, AOTIRT_ZOO_AHEAD=1 compiles it detached from a tests
 command that does not, and a command that reads it, or times anything,
-waits for that compile; AOTIRT_TEST_WORKERS spreads tests/shims alone over
-several pytest processes.
+waits for that compile; AOTIRT_TEST_WORKERS spreads the tests outside
+tests/aoti over several pytest processes, and then runs those that read the
+GPU's free memory alone, after a zoo compile started ahead.
 
 The stand-in's zoo compile holds until the test opens a gate file, so that
 "still compiling" never depends on how fast the machine is."""
@@ -147,24 +148,58 @@ def pytest_calls(root):
     return [line for line in (root / "calls").read_text().splitlines() if "-m pytest" in line]
 
 
-def test_workers_spread_tests_shims_over_processes_a_file_to_each(tmp_path):
+def test_workers_spread_the_tests_over_processes_a_file_to_each_and_the_free_memory_readers_run_alone(tmp_path):
     tree(tmp_path)
-    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", "./tests/shims/test_conv_cudnn_gpu.py",
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", "./tests/runtime/test_graphs.py",
                      AOTIRT_TEST_WORKERS="4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    [call] = pytest_calls(tmp_path)
-    assert " -n 4 --dist loadfile tests/shims ./tests/shims/test_conv_cudnn_gpu.py" in call, call
+    workers, alone = pytest_calls(tmp_path)
+    paths = " tests/shims ./tests/runtime/test_graphs.py"
+    assert workers.endswith(" -n 4 --dist loadfile -m not reads_device_free_memory" + paths), workers
+    assert alone.endswith(" -m reads_device_free_memory" + paths) and " -n " not in alone, alone
+    assert "tests: 1 passed in 0.01s; then alone: 1 passed in 0.01s" in proc.stdout.splitlines()[-1], proc.stdout
 
 
-@pytest.mark.parametrize("paths", [["tests/runtime"], ["tests/shims", "tests/aoti"], ["tests"]])
-def test_workers_are_refused_where_tests_read_the_gpus_free_memory_or_the_processes_imports(tmp_path, paths):
+def test_the_free_memory_readers_wait_for_a_zoo_compile_started_ahead(tmp_path):
+    tree(tmp_path)
+    check = started(tmp_path, "--tests-only", "tests/runtime", AOTIRT_ZOO_AHEAD="1", AOTIRT_TEST_WORKERS="2")
+    deadline = time.time() + 60
+    while time.time() < deadline and not ran(tmp_path, "-m pytest"):
+        time.sleep(0.1)
+    time.sleep(1)
+    assert check.poll() is None  # the workers' run is done; the alone run waits at the gate
+    assert len(ran(tmp_path, "-m pytest")) == 1
+    (tmp_path / "gate").touch()
+    out, _ = check.communicate(timeout=120)
+    assert check.returncode == 0, out
+    ahead_end = ran(tmp_path, "tests/aoti/build.py --device cuda")[0]
+    workers_run, alone_run = ran(tmp_path, "-m pytest")
+    assert workers_run < ahead_end < alone_run, out
+
+
+def test_an_alone_run_with_none_to_run_passes_and_a_failed_one_fails(tmp_path):
+    tree(tmp_path)
+    alone_fails = STAND_IN.replace(
+        '*-m\\ pytest*) echo "1 passed in 0.01s" ;;',
+        '*-m\\ reads_device_free_memory*) echo "0 passed"; echo "$(date +%s.%N) $*" >> "$CALLS"; exit "$ALONE_RC" ;;\n'
+        '  *-m\\ pytest*) echo "1 passed in 0.01s" ;;')
+    assert alone_fails != STAND_IN
+    (tmp_path / "python").write_text(alone_fails)
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_WORKERS="2", ALONE_RC="5")
+    assert proc.returncode == 0 and ": PASSED" in proc.stdout.splitlines()[-1], proc.stdout + proc.stderr
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_WORKERS="2", ALONE_RC="1")
+    assert proc.returncode != 0 and ": FAILED" in proc.stdout.splitlines()[-1], proc.stdout + proc.stderr
+
+
+@pytest.mark.parametrize("paths", [["tests/shims", "tests/aoti"], ["tests/aoti/test_aoti_models.py"], ["tests"]])
+def test_workers_are_refused_where_tests_read_the_processes_imports(tmp_path, paths):
     tree(tmp_path)
     (tmp_path / "gate").touch()
     proc = gpu_check(tmp_path, "--tests-only", *paths, AOTIRT_TEST_WORKERS="4")
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    assert "the tests run in one process (only tests/shims runs in several)" in proc.stdout
+    assert "the tests run in one process (tests/aoti runs in one)" in proc.stdout
     [call] = pytest_calls(tmp_path)
-    assert " -n " not in call and "--dist" not in call, call
+    assert " -n " not in call and "--dist" not in call and "reads_device_free_memory" not in call, call
 
 
 @pytest.mark.parametrize("workers", ["0", "four", "-2", "2x"])

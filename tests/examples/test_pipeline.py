@@ -100,6 +100,7 @@ def test_demo_with_graph_replays_prints_the_shared_tokens():
 
 
 @pytest.mark.gpu
+@pytest.mark.reads_device_free_memory
 def test_soak_100k_steps_memory_and_rss_flat(frames):
     # Steps chained on the device; every 10,000 steps one copy back. Device
     # memory (cuda-bindings, independent of aotirt) and host RSS must not grow.

@@ -145,6 +145,7 @@ def test_cpu_library_on_a_cuda_handle_names_the_mismatch():
         aotirt.CudaHandle(aotirt.models.path("add_mul", "cpu"))
 
 
+@pytest.mark.reads_device_free_memory
 def test_ten_thousand_runs_unchanged_and_memory_flat(handle):
     rng = np.random.default_rng(10)
     a, b, c = random_inputs(rng, (1 << 14,))   # 64 KiB per output: a leak would show

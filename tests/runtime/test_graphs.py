@@ -144,6 +144,7 @@ def test_static_output_fed_back_as_an_input_without_feedback_pairs(decoder):
 
 
 @pytest.mark.gpu
+@pytest.mark.reads_device_free_memory
 def test_10000_replays_keep_device_memory_flat(decoder):
     rng = np.random.default_rng(3)
     with decoder.capture(list(decoder_inputs(rng)), feedback=[(1, 1)]) as g:
@@ -180,6 +181,7 @@ def trim_graph_memory():
 
 
 @pytest.mark.gpu
+@pytest.mark.reads_device_free_memory
 def test_captures_and_closes_do_not_leak_device_memory(add_mul):
     x = np.ones(1 << 16, np.float32)
     for _ in range(5):
