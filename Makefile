@@ -7,6 +7,9 @@
 #   make gpu-check   on a GPU machine: build, tests with GPUs required, benchmark
 
 PYTHON ?= python3
+# pip keeps no second copy of each wheel it downloads (cuDNN's and cuBLAS's
+# are hundreds of MB): a CI machine's disk can be short.
+export PIP_NO_CACHE_DIR := 1
 VENV := .venv
 PY := $(VENV)/bin/python
 DEPS := $(VENV)/.deps-installed
