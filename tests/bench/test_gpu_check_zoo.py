@@ -35,7 +35,7 @@ echo "$(date +%s.%N) $*" >> "$CALLS"
 """
 # The script's settings that the suite's own run may have in its environment.
 SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_ZOO_ONLY",
-            "AOTIRT_TEST_WORKERS", "AOTIRT_BENCH_PARTS",
+            "AOTIRT_TEST_WORKERS", "AOTIRT_TEST_STALL_S", "AOTIRT_BENCH_PARTS",
             "AOTIRT_BENCH_KEEP", "AOTIRT_BENCH_QUICK")
 
 
@@ -158,6 +158,16 @@ def test_workers_spread_the_tests_over_processes_a_file_to_each_and_the_free_mem
     assert workers.endswith(" -n 4 --dist loadfile -m not reads_device_free_memory" + paths), workers
     assert alone.endswith(" -m reads_device_free_memory" + paths) and " -n " not in alone, alone
     assert "tests: 1 passed in 0.01s; then alone: 1 passed in 0.01s" in proc.stdout.splitlines()[-1], proc.stdout
+
+
+def test_a_stalled_test_prints_its_stack_after_the_stall_time(tmp_path):
+    tree(tmp_path)
+    (tmp_path / "gate").touch()
+    assert gpu_check(tmp_path, "--tests-only", "tests/shims").returncode == 0
+    assert gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_STALL_S="40").returncode == 0
+    default, chosen = pytest_calls(tmp_path)
+    assert " -o faulthandler_timeout=150 " in default, default
+    assert " -o faulthandler_timeout=40 " in chosen, chosen
 
 
 def test_the_free_memory_readers_wait_for_a_zoo_compile_started_ahead(tmp_path):
