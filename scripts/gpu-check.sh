@@ -263,10 +263,15 @@ if [ "$mode" != bench ]; then
   # about where it was (session 27: twice, the first command ended with 5
   # of its 3,982 tests unreported, after 400 s, where the same tests run
   # by plain pytest took 130 s).
+  # AOTIRT_TEST_TRACE: each test's start and end as they happen (tests/conftest.py),
+  # in the logs, which a runner hands back even from a command it cut off:
+  # `python3 scripts/test-trace.py LOGS/tests-trace.log` names the tests that
+  # never ended and the slowest that did.
+  rm -f "$LOGS/tests-trace.log"
   run_pytest() {  # JUNIT_FILE PYTEST_ARGS...: the log goes to stdout
     local junit=$1
     shift
-    AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
+    AOTIRT_TEST_TRACE="$LOGS/tests-trace.log" AOTIRT_REQUIRE_GPU=1 AOTIRT_REPORT_NOW=1 "$PY" -X faulthandler -m pytest -q -rs -p no:cacheprovider \
       -o faulthandler_timeout="${AOTIRT_TEST_STALL_S:-150}" \
       --durations=30 --junitxml="$junit" "$@" "${test_paths[@]}" 2>&1
   }

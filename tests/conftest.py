@@ -83,3 +83,35 @@ def pytest_runtest_makereport(item, call):
     if REQUIRE_GPU and report.skipped and not fewer_than_two:
         report.outcome = "failed"
         report.longrepr = f"AOTIRT_REQUIRE_GPU=1 but {item.nodeid} was skipped: {report.longrepr}"
+
+
+# AOTIRT_TEST_TRACE=FILE (scripts/gpu-check.sh sets it, under its logs):
+# every test's start and end, with the time and the process, appended as
+# they happen. A command that a runner's time limit ends prints no summary;
+# this file still says which tests had started and not ended, and how long
+# each that ended took.
+_TRACE = os.environ.get("AOTIRT_TEST_TRACE")
+
+
+def _trace(event, nodeid, extra=""):
+    import time
+
+    line = f"{time.time():.3f} {os.getpid()} {event} {nodeid}{extra}\n"
+    # One write of a short line to a file opened for appending: the lines of
+    # several processes (pytest-xdist's workers) never interleave.
+    fd = os.open(_TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+    try:
+        os.write(fd, line.encode())
+    finally:
+        os.close(fd)
+
+
+if _TRACE:
+    @pytest.hookimpl(hookwrapper=True)
+    def pytest_runtest_protocol(item, nextitem):
+        import time
+
+        start = time.monotonic()
+        _trace("start", item.nodeid)
+        yield
+        _trace("end", item.nodeid, f" {time.monotonic() - start:.2f}s")

@@ -32,6 +32,7 @@ case "$*" in
   *-m\\ pytest*) echo "1 passed in 0.01s" ;;
 esac
 echo "$(date +%s.%N) $*" >> "$CALLS"
+if [ -n "${AOTIRT_TEST_TRACE:-}" ]; then echo "$AOTIRT_TEST_TRACE" >> "$CALLS.trace"; fi
 """
 # The script's settings that the suite's own run may have in its environment.
 SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_ZOO_ONLY",
@@ -168,6 +169,9 @@ def test_a_stalled_test_prints_its_stack_after_the_stall_time(tmp_path):
     default, chosen = pytest_calls(tmp_path)
     assert " -o faulthandler_timeout=150 " in default, default
     assert " -o faulthandler_timeout=40 " in chosen, chosen
+    # Each test's start and end traced into the logs, which come back from
+    # a command that was cut off.
+    assert (tmp_path / "calls.trace").read_text().splitlines() == [str(tmp_path / "out" / "tests-trace.log")] * 2
 
 
 def test_the_free_memory_readers_wait_for_a_zoo_compile_started_ahead(tmp_path):
