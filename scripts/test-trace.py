@@ -14,23 +14,30 @@ import sys
 
 
 def read(path):
-    """(unfinished, finished): unfinished as [(nodeid, pid, start time)],
-    finished as [(seconds, nodeid)], and the last time in the file."""
+    """(unfinished, finished, last): unfinished as [(nodeid, pid, start
+    time)], oldest first; finished as [(seconds, nodeid)]; last, the time
+    of the file's last line. A line: time, process, start or end, the
+    test's seconds (- at its start), the test's id (which may hold spaces)."""
     started = {}
     finished = []
     last = 0.0
     with open(path) as f:
         for number, line in enumerate(f, 1):
-            parts = line.split()
-            if len(parts) < 4 or parts[2] not in ("start", "end"):
-                raise ValueError(f"{path}:{number}: not a trace line: {line.rstrip()!r}")
-            when, pid, event, nodeid = float(parts[0]), parts[1], parts[2], parts[3]
+            parts = line.rstrip("\n").split(" ", 4)
+            try:
+                when, pid, event, seconds, nodeid = parts
+                when = float(when)
+                if event == "end":
+                    seconds = float(seconds.removesuffix("s"))
+                elif event != "start":
+                    raise ValueError(event)
+            except ValueError:
+                raise ValueError(f"{path}:{number}: not a trace line: {line.rstrip()!r}") from None
             last = max(last, when)
             if event == "start":
                 started[(pid, nodeid)] = when
             else:
-                start = started.pop((pid, nodeid), None)
-                seconds = float(parts[4].rstrip("s")) if len(parts) > 4 else (when - start if start else 0.0)
+                started.pop((pid, nodeid), None)
                 finished.append((seconds, nodeid))
     unfinished = sorted(((nodeid, pid, when) for (pid, nodeid), when in started.items()), key=lambda t: t[2])
     return unfinished, finished, last

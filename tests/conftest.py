@@ -93,10 +93,11 @@ def pytest_runtest_makereport(item, call):
 _TRACE = os.environ.get("AOTIRT_TEST_TRACE")
 
 
-def _trace(event, nodeid, extra=""):
+def _trace(event, seconds, nodeid):
     import time
 
-    line = f"{time.time():.3f} {os.getpid()} {event} {nodeid}{extra}\n"
+    # The test's id last: a parameter's id may hold spaces.
+    line = f"{time.time():.3f} {os.getpid()} {event} {seconds} {nodeid}\n"
     # One write of a short line to a file opened for appending: the lines of
     # several processes (pytest-xdist's workers) never interleave.
     fd = os.open(_TRACE, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -112,6 +113,6 @@ if _TRACE:
         import time
 
         start = time.monotonic()
-        _trace("start", item.nodeid)
+        _trace("start", "-", item.nodeid)
         yield
-        _trace("end", item.nodeid, f" {time.monotonic() - start:.2f}s")
+        _trace("end", f"{time.monotonic() - start:.2f}s", item.nodeid)

@@ -33,9 +33,9 @@ def test_two_workers_trace_every_test_they_run(tmp_path):
     proc = subprocess.run([*args, os.path.join("tests", "runtime", "test_devices.py")], cwd=REPO, env=env,
                           capture_output=True, text=True, timeout=300)
     assert proc.returncode == 0, proc.stdout + proc.stderr
-    lines = [line.split() for line in trace.read_text().splitlines()]
-    starts = sorted(parts[3] for parts in lines if parts[2] == "start")
-    ends = sorted(parts[3] for parts in lines if parts[2] == "end")
+    lines = [line.split(" ", 4) for line in trace.read_text().splitlines()]
+    starts = sorted(parts[4] for parts in lines if parts[2] == "start")
+    ends = sorted(parts[4] for parts in lines if parts[2] == "end")
     assert starts and starts == ends
     # The file's own tests, each once (a pytest run inside one of them, here
     # test_marks.py's, inherits the variable and traces its tests too).
@@ -48,18 +48,18 @@ def test_two_workers_trace_every_test_they_run(tmp_path):
 
 def test_the_reader_names_the_tests_that_never_ended(tmp_path):
     trace = tmp_path / "trace.log"
-    trace.write_text("100.0 7 start tests/a.py::slow\n"
-                     "100.5 8 start tests/b.py::quick\n"
-                     "101.0 8 end tests/b.py::quick 0.50s\n"
-                     "101.0 8 start tests/b.py::quicker\n"
-                     "101.2 8 end tests/b.py::quicker 0.20s\n"
-                     "130.0 9 start tests/c.py::stuck\n"
-                     "160.0 9 end tests/c.py::other 1.00s\n")
+    trace.write_text("100.0 7 start - tests/a.py::slow[a b]\n"
+                     "100.5 8 start - tests/b.py::quick\n"
+                     "101.0 8 end 0.50s tests/b.py::quick\n"
+                     "101.0 8 start - tests/b.py::quicker\n"
+                     "101.2 8 end 0.20s tests/b.py::quicker\n"
+                     "130.0 9 start - tests/c.py::stuck\n"
+                     "160.0 9 end 1.00s tests/c.py::other\n")
     out = reader(str(trace), "--slowest", "2")
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines() == [
         "3 tests ended, 2 started and never ended",
-        "  never ended: tests/a.py::slow (process 7, running 60.0 s when the trace stopped)",
+        "  never ended: tests/a.py::slow[a b] (process 7, running 60.0 s when the trace stopped)",
         "  never ended: tests/c.py::stuck (process 9, running 30.0 s when the trace stopped)",
         "slowest 2 that ended:",
         "      1.00 s  tests/c.py::other",
@@ -69,7 +69,7 @@ def test_the_reader_names_the_tests_that_never_ended(tmp_path):
 
 def test_the_reader_refuses_what_is_not_a_trace(tmp_path):
     bad = tmp_path / "bad.log"
-    bad.write_text("100.0 7 start tests/a.py::x\nsomething else\n")
+    bad.write_text("100.0 7 start - tests/a.py::x\n100.0 7 end tests/a.py::x\n")
     out = reader(str(bad))
     assert out.returncode == 1 and f"{bad}:2: not a trace line" in out.stderr, out.stderr
     out = reader(str(tmp_path / "missing.log"))
