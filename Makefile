@@ -91,7 +91,7 @@ bench: build
 # BENCH_PARTS runs some of them, for a runner that limits how long one
 # command may run: the rows go on into the results of the parts run before
 # when KEEP_RESULTS=1, and the report is written from all the rows each time.
-BENCH_PARTS_ALL := harness bench kernel_times ops fallback_ops zoo tuning decode multigpu
+BENCH_PARTS_ALL := harness bench kernel_times ops fallback_ops host_copy zoo tuning decode multigpu
 BENCH_PARTS ?= $(BENCH_PARTS_ALL)
 run-bench: $(HARNESS)
 	$(if $(KEEP_RESULTS),,rm -f $(RESULTS))
@@ -99,7 +99,7 @@ run-bench: $(HARNESS)
 	  case $$part in \
 	    harness) $(HARNESS) --models $(PKG)/models --cases pipeline,copy | tee -a $(RESULTS) ;; \
 	    bench) $(PY) bench/bench.py --harness $(HARNESS) --out $(RESULTS) ;; \
-	    kernel_times|ops|fallback_ops|zoo|tuning|decode|multigpu) $(PY) bench/$$part.py --out $(RESULTS) ;; \
+	    kernel_times|ops|fallback_ops|host_copy|zoo|tuning|decode|multigpu) $(PY) bench/$$part.py --out $(RESULTS) ;; \
 	    *) echo "run-bench: no part '$$part' (the parts: $(BENCH_PARTS_ALL))" >&2; exit 2 ;; \
 	  esac; \
 	done

@@ -370,6 +370,16 @@ def main():
                        f"{fmt(row['GBps'])} |")
         out.append("")
 
+    host_copies = [r for r in rows if r["case"] == "host_copy"]
+    if host_copies:
+        out += section("host copies", "A strided CPU tensor gathered by aotirt's copy routine (`numpy()`) and "
+                       "`np.ascontiguousarray` of the same view, in turns, host clocks (bench/host_copy.py).",
+                       ['copy', 'shape', 'dtype', 'strides', 'aotirt ms', 'numpy ms', 'aotirt / numpy'])
+        for row in host_copies:
+            out.append(f"| {row['model']} | {row['shape']} | {row['dtype']} | {row['strides']} | "
+                       f"{fmt(row['aotirt_ms'], 3)} | {fmt(row['numpy_ms'], 3)} | {fmt(row['ratio'], 3)} |")
+        out.append("")
+
     imports = [r for r in rows if r["case"] == "import"]
     if imports:
         out += section("import", "`python -X importtime -c 'import X'`, cumulative, median of 7 fresh processes.",

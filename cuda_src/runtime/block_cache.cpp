@@ -9,30 +9,56 @@ size_t BlockCache::round_up(size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
+void BlockCache::forget(Age::iterator kept) {
+  cached_bytes_ -= kept->rounded;
+  spare_.splice(spare_.end(), by_age_, kept);
+}
+
 void* BlockCache::take(size_t rounded) {
   std::lock_guard<std::mutex> lock(mutex_);
-  auto it = free_.find(rounded);
-  if (it == free_.end() || it->second.empty()) return nullptr;
-  void* block = it->second.back();
+  auto it = by_size_.find(rounded);
+  if (it == by_size_.end() || it->second.empty()) return nullptr;
+  // The one given last: its memory is the likeliest still in the GPU's L2.
+  Age::iterator kept = it->second.back();
   it->second.pop_back();
-  cached_bytes_ -= rounded;
+  void* block = kept->block;
+  forget(kept);
   return block;
 }
 
-bool BlockCache::give(void* block, size_t rounded) {
+bool BlockCache::give(void* block, size_t rounded, std::vector<void*>* evicted) {
+  if (rounded > kMaxCachedBytes) return false;
   std::lock_guard<std::mutex> lock(mutex_);
-  if (cached_bytes_ + rounded > kMaxCachedBytes) return false;
-  free_[rounded].push_back(block);
+  while (cached_bytes_ + rounded > kMaxCachedBytes) {
+    Age::iterator oldest = by_age_.begin();
+    // The oldest of a size is the front of that size's list too.
+    std::vector<Age::iterator>& same_size = by_size_[oldest->rounded];
+    same_size.erase(same_size.begin());
+    evicted->push_back(oldest->block);
+    forget(oldest);
+  }
+  if (spare_.empty()) {
+    by_age_.push_back(Kept{block, rounded});
+  } else {
+    spare_.front() = Kept{block, rounded};
+    by_age_.splice(by_age_.end(), spare_, spare_.begin());
+  }
+  by_size_[rounded].push_back(std::prev(by_age_.end()));
   cached_bytes_ += rounded;
   return true;
 }
 
-void BlockCache::release_all(cudaStream_t stream) {
+void BlockCache::take_all(std::vector<void*>* out) {
   std::lock_guard<std::mutex> lock(mutex_);
-  for (auto& [size, blocks] : free_)
-    for (void* block : blocks) cudaFreeAsync(block, stream);
-  free_.clear();
+  for (const Kept& kept : by_age_) out->push_back(kept.block);
+  spare_.splice(spare_.end(), by_age_);
+  by_size_.clear();
   cached_bytes_ = 0;
+}
+
+size_t BlockCache::cached_bytes() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return cached_bytes_;
 }
 
 }  // namespace aotirt

@@ -6,6 +6,7 @@
 
 #include "runtime/dtypes.h"
 #include "runtime/errors.h"
+#include "runtime/strided_host_copy.h"
 #include "runtime/strided_index.h"
 #include "runtime/transfer.h"
 
@@ -41,11 +42,14 @@ CopyShape gather_shape(const Tensor& t) {
   return reduced(t.ndim, t.sizes, packed, t.strides);
 }
 
-// Elements are moved as same-sized unsigned integers: a copy needs no
-// arithmetic, so one kernel per element width serves every dtype. Where
-// every offset fits 31 bits (nearly every copy), the offsets are found in
-// 32-bit arithmetic whose divisions are multiplications, and a row-major
-// destination (a gather into a dense buffer) takes the index as its offset.
+// Elements are moved as same-sized unsigned integers (or, where rows are
+// contiguous, as wider words: strided::widen): a copy needs no arithmetic,
+// so one kernel per word width serves every dtype. Where every offset fits
+// 31 bits (nearly every copy), the offsets are found in 32-bit arithmetic
+// whose divisions are multiplications, and a row-major destination (a
+// gather into a dense buffer) takes the index as its offset.
+static_assert(strided::kWidestWord == sizeof(uint4), "the widest word is moved as a uint4");
+
 template <typename Word, bool DstRowMajor>
 __global__ void strided_copy_kernel_32(Word* dst, const Word* src, Index32 index, uint32_t numel) {
   const uint32_t step = gridDim.x * blockDim.x;
@@ -88,21 +92,21 @@ aotirt_status strided_copy_on_device(void* dst, const void* src, const CopyShape
   if (numel == 0) return AOTIRT_OK;
   DeviceGuard guard;  // kernels launch on the current device's streams only
   AOTIRT_TRY(guard.enter(stream->device));
-  switch (itemsize) {
-    case 1: launch_strided_copy<uint8_t>(dst, src, shape, numel, stream->handle); break;
-    case 2: launch_strided_copy<uint16_t>(dst, src, shape, numel, stream->handle); break;
-    case 4: launch_strided_copy<uint32_t>(dst, src, shape, numel, stream->handle); break;
-    case 8: launch_strided_copy<uint64_t>(dst, src, shape, numel, stream->handle); break;
-    default: return fail(AOTIRT_ERROR_TYPE, "no strided copy for elements of " + std::to_string(itemsize) + " bytes");
+  if (itemsize != 1 && itemsize != 2 && itemsize != 4 && itemsize != 8)
+    return fail(AOTIRT_ERROR_TYPE, "no strided copy for elements of " + std::to_string(itemsize) + " bytes");
+  const strided::WideCopy copy = strided::widen(shape, numel, itemsize, reinterpret_cast<uintptr_t>(dst),
+                                                reinterpret_cast<uintptr_t>(src));
+  const cudaStream_t on = stream->handle;
+  switch (copy.word) {
+    case 1: launch_strided_copy<uint8_t>(dst, src, copy.shape, copy.numel, on); break;
+    case 2: launch_strided_copy<uint16_t>(dst, src, copy.shape, copy.numel, on); break;
+    case 4: launch_strided_copy<uint32_t>(dst, src, copy.shape, copy.numel, on); break;
+    case 8: launch_strided_copy<uint64_t>(dst, src, copy.shape, copy.numel, on); break;
+    case sizeof(uint4): launch_strided_copy<uint4>(dst, src, copy.shape, copy.numel, on); break;
+    default: return fail(AOTIRT_ERROR_TYPE, "no strided copy in words of " + std::to_string(copy.word) + " bytes");
   }
   AOTIRT_CUDA_TRY(cudaGetLastError());
   return AOTIRT_OK;
-}
-
-void strided_copy_on_host(char* dst, const char* src, const CopyShape& shape, int64_t numel, size_t itemsize) {
-  for (int64_t i = 0; i < numel; ++i)
-    std::memcpy(dst + strided::offset64(shape, shape.dst_strides, i) * itemsize,
-                src + strided::offset64(shape, shape.src_strides, i) * itemsize, itemsize);
 }
 
 }  // namespace
@@ -121,8 +125,8 @@ aotirt_status copy_to_host(const Tensor& t, void* dst, size_t nbytes) {
     if (t.is_contiguous())
       std::memcpy(dst, t.data(), needed);
     else
-      strided_copy_on_host(static_cast<char*>(dst), static_cast<const char*>(t.data()), gather_shape(t), numel,
-                           itemsize);
+      strided::copy_on_host(static_cast<char*>(dst), static_cast<const char*>(t.data()), gather_shape(t), numel,
+                            itemsize);
     return AOTIRT_OK;
   }
 
@@ -176,8 +180,8 @@ void copy_host_to_host(const Tensor& dst, const Tensor& src) {
     std::memcpy(dst.data(), src.data(), numel * dst.itemsize());
     return;
   }
-  strided_copy_on_host(static_cast<char*>(dst.data()), static_cast<const char*>(src.data()), copy_shape(dst, src), numel,
-                       dst.itemsize());
+  strided::copy_on_host(static_cast<char*>(dst.data()), static_cast<const char*>(src.data()), copy_shape(dst, src),
+                        numel, dst.itemsize());
 }
 
 aotirt_status copy_between(Tensor& dst, const Tensor& src, Stream* on) {

@@ -7,6 +7,7 @@
 #include <mutex>
 #include <string>
 #include <unordered_map>
+#include <vector>
 
 #include "runtime/errors.h"
 #include "runtime/graph_memory.h"
@@ -63,11 +64,24 @@ bool context_exists(int device) {
 
 aotirt_stream::~aotirt_stream() {
   if (shared) aotirt::forget_shared_stream(this);
-  if (owned && handle) cache_.release_all(handle);
+  if (owned && handle) release_cached_blocks();
   // Neither call waits: CUDA releases the resources once queued work is done.
   if (order_event_) cudaEventDestroy(order_event_);
   if (owned && handle) cudaStreamDestroy(handle);
   if (release) release(release_ctx);
+}
+
+void aotirt_stream::recycle_block(void* block, size_t rounded) {
+  std::vector<void*> evicted;
+  aotirt::BlockCache* kept_by = cache();
+  if (!kept_by || !kept_by->give(block, rounded, &evicted)) cudaFreeAsync(block, handle);
+  for (void* old : evicted) cudaFreeAsync(old, handle);
+}
+
+void aotirt_stream::release_cached_blocks() {
+  std::vector<void*> blocks;
+  cache_.take_all(&blocks);
+  for (void* block : blocks) cudaFreeAsync(block, handle);
 }
 
 aotirt_stream::Ordering aotirt_stream::ordering_for(const aotirt_stream& waiter,

@@ -5,6 +5,7 @@
 #include <cuda_runtime_api.h>
 
 #include <atomic>
+#include <cstddef>
 #include <mutex>
 
 #include "aotirt/aotirt.h"
@@ -47,6 +48,13 @@ struct aotirt_stream : aotirt::RefCounted {
   // streams aotirt owns cache: an adopted stream may be destroyed by its
   // owner while blocks would still wait for it.
   aotirt::BlockCache* cache() { return owned ? &cache_ : nullptr; }
+  // A block allocated on this stream and freed: kept by the cache where
+  // there is one (the blocks it lets go to make room are freed), else freed
+  // to the pool; all stream-ordered, no host wait. Errors are ignored, as
+  // a destructor must (a failed free means a broken context).
+  void recycle_block(void* block, size_t rounded);
+  // Frees every block the cache keeps to the pool, stream-ordered.
+  void release_cached_blocks();
 
  private:
   // How `waiter` is ordered after this stream, given the captures of both

@@ -1,5 +1,6 @@
 // Where each element of a strided copy lies: a copy's two layouts reduced to
-// the fewest dimensions that describe them, and, where every offset fits 31
+// the fewest dimensions that describe them, rows contiguous on both sides
+// moved in words wider than the elements, and, where every offset fits 31
 // bits, 32-bit index arithmetic whose divisions are multiplications.
 //
 // Why: runtime/copy.cu's kernel finds both offsets of each element from its
@@ -13,6 +14,7 @@
 // the host (strided_index_check.cpp).
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 
 #ifdef __CUDACC__
@@ -87,6 +89,48 @@ inline CopyShape reduce(const CopyShape& shape) {
     out.dst_strides[out.ndim] = shape.dst_strides[d];
     out.src_strides[out.ndim] = shape.src_strides[d];
     ++out.ndim;
+  }
+  return out;
+}
+
+// A copy moved in words wider than its elements: `shape` and `numel` in
+// words of `word` bytes.
+struct WideCopy {
+  CopyShape shape;
+  int64_t numel = 0;
+  size_t word = 0;
+};
+
+constexpr size_t kWidestWord = 16;  // one 128-bit load and store per thread
+
+// A reduced copy whose innermost dimension is contiguous in both layouts,
+// moved in the widest word (up to 16 bytes) that the inner size, every
+// other stride and both addresses allow; else the copy as it is, in
+// elements of `itemsize` bytes.
+//
+// Why: a permute that keeps the last dimension (attention's heads split,
+// [B, L, H, D] to [B, H, L, D]) moves rows of D elements. Element by
+// element, a 2-byte copy issues eight times the loads and stores of one
+// in 16-byte words, and ran at 1.6x torch's time (bench/fallback_ops.py's
+// copy_ rows, bench/runs/s23-h100-check.md).
+inline WideCopy widen(const CopyShape& shape, int64_t numel, size_t itemsize, uintptr_t dst, uintptr_t src) {
+  WideCopy out{shape, numel, itemsize};
+  const int32_t last = shape.ndim - 1;
+  if (last < 0 || numel == 0 || shape.dst_strides[last] != 1 || shape.src_strides[last] != 1) return out;
+  for (size_t word = kWidestWord; word > itemsize; word /= 2) {
+    if (word % itemsize != 0 || dst % word != 0 || src % word != 0) continue;
+    const int64_t per_word = static_cast<int64_t>(word / itemsize);
+    bool divides = shape.sizes[last] % per_word == 0;
+    for (int32_t d = 0; d < last && divides; ++d)
+      divides = shape.dst_strides[d] % per_word == 0 && shape.src_strides[d] % per_word == 0;
+    if (!divides) continue;
+    CopyShape wide = shape;
+    wide.sizes[last] /= per_word;
+    for (int32_t d = 0; d < last; ++d) {
+      wide.dst_strides[d] /= per_word;
+      wide.src_strides[d] /= per_word;
+    }
+    return WideCopy{reduce(wide), numel / per_word, word};  // an inner size of 1 drops out
   }
   return out;
 }

@@ -127,11 +127,10 @@ void Storage::release_pool_block() {
   // Every other stream that used the memory must be done with it before
   // the pool hands it out again; the waits are on the device, not here.
   for (const StreamRef& user : other_users_) user->order_before_quietly(stream.get());
-  // Kept for the stream's next allocation when it has room; else back
-  // to the pool. Errors cannot be reported from a destructor; after a
-  // sticky CUDA error the context, and this memory with it, is gone.
-  BlockCache* cache = stream->cache();
-  if (!cache || !cache->give(data, capacity)) cudaFreeAsync(data, stream->handle);
+  // Kept for the stream's next allocation, else back to the pool. Errors
+  // cannot be reported from a destructor; after a sticky CUDA error the
+  // context, and this memory with it, is gone.
+  stream->recycle_block(data, capacity);
 }
 
 void Storage::release_graph_allocation() {
@@ -215,7 +214,7 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
           // Blocks this stream keeps may be what is missing: give them back
           // to the pool and try once more.
           (void)cudaGetLastError();
-          cache->release_all(stream->handle);
+          stream->release_cached_blocks();
           err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
         }
         if (err != cudaSuccess) {

@@ -1,7 +1,9 @@
 """aotirt's strided copies on a GPU (cuda_src/runtime/copy.cu): views of
 every rank and element width, gathered by the copy routine (`numpy()`) and
-copied between two strided views (`copy_`), against CuPy's own copies; and
-a view whose offsets pass 31 bits, which takes the 64-bit kernel.
+copied between two strided views (`copy_`), against CuPy's own copies;
+permutes whose rows stay contiguous, moved in wider words, at aligned and
+misaligned addresses; and a view whose offsets pass 31 bits, which takes
+the 64-bit kernel.
 
 The views come from CuPy (slices with steps, transposes) through DLPack, so
 that aotirt sees them with their strides; the results are read back by
@@ -55,6 +57,34 @@ def test_views_of_every_rank_gather_and_copy_as_cupy_copies_them(cupy, dtype):
             untouched = cupy.asnumpy(outer).copy()
             untouched[tuple(slice(0, s) for s in reversed(view.shape))] = 0
             assert not untouched.any(), what
+
+
+@pytest.mark.parametrize("dtype", ["uint8", "float16", "float32", "int64"])
+@pytest.mark.parametrize("row", [64, 24, 6])
+@pytest.mark.parametrize("start", [0, 1, 4])
+def test_permutes_that_keep_rows_contiguous_copy_as_cupy_copies_them(cupy, dtype, row, start):
+    # Attention's heads split, [B, L, H, D] viewed as [B, H, L, D]: rows of D
+    # elements contiguous on both sides, moved in words wider than the
+    # elements where the row length and both addresses allow
+    # (strided::widen). `start` elements into its buffer, the source is
+    # aligned to less than 16 bytes.
+    rng = np.random.default_rng(row + start)
+    flat = random_array(cupy, rng, (start + 2 * 33 * 4 * row,), dtype)
+    view = flat[start:].reshape(2, 33, 4, row).transpose(0, 2, 1, 3)
+    expected = cupy.asnumpy(view)
+    source = aotirt.from_dlpack(view)
+    what = f"rows of {row}, {start} elements in"
+    np.testing.assert_array_equal(source.numpy(), expected, err_msg=what)
+    dense = aotirt.empty(view.shape, dtype, device=0)
+    dense.copy_(source)
+    np.testing.assert_array_equal(dense.numpy(), expected, err_msg=what)
+    # Into the same layout back ([B, L, H, D] storage), one element in.
+    outer = cupy.zeros(1 + view.size, dtype=dtype)
+    back = aotirt.from_dlpack(outer[1:].reshape(2, 33, 4, row).transpose(0, 2, 1, 3))
+    back.copy_(dense)
+    # Through DLPack, CuPy's stream waits for the copy on aotirt's.
+    np.testing.assert_array_equal(cupy.asnumpy(cupy.from_dlpack(back)), expected, err_msg=what)
+    assert cupy.asnumpy(outer)[0] == 0, what
 
 
 def test_a_gather_of_six_dimensions_as_im2col_makes_it(cupy):

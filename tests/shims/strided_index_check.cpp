@@ -6,12 +6,15 @@
 // is refused.
 
 #include <cstdint>
+#include <algorithm>
 #include <cstdio>
+#include <cstring>
 #include <random>
 #include <string>
 #include <vector>
 
 #include "host_check.h"
+#include "runtime/strided_host_copy.h"
 #include "runtime/strided_index.h"
 
 namespace st = aotirt::strided;
@@ -205,6 +208,116 @@ void check_index32_bounds() {
   expect(!st::fits_index32(shape_of({4}, {1}, {-1})), "a negative stride is never 32-bit");
 }
 
+// The bytes a copy writes, done element by element on buffers of
+// `buffer_bytes` (every byte of `src` distinct), with `shape` in elements of
+// `itemsize` bytes.
+std::vector<uint8_t> copied_bytes(const st::CopyShape& shape, int64_t numel, size_t itemsize, size_t buffer_bytes) {
+  std::vector<uint8_t> src(buffer_bytes), dst(buffer_bytes, 0);
+  for (size_t i = 0; i < buffer_bytes; ++i) src[i] = static_cast<uint8_t>(i * 131 + 7);
+  for (int64_t i = 0; i < numel; ++i) {
+    const int64_t to = st::offset64(shape, shape.dst_strides, i), from = st::offset64(shape, shape.src_strides, i);
+    for (size_t b = 0; b < itemsize; ++b) dst[to * itemsize + b] = src[from * itemsize + b];
+  }
+  return dst;
+}
+
+// A widened copy writes the same bytes as the element-wise one.
+void check_widened_copy(const Dims& sizes, const Dims& dst, const Dims& src, size_t itemsize, size_t expected_word,
+                        const std::string& what) {
+  const st::CopyShape reduced = st::reduce(shape_of(sizes, dst, src));
+  const int64_t numel = count_of(reduced);
+  int64_t reach = 1;
+  for (size_t d = 0; d < sizes.size(); ++d) reach += (sizes[d] - 1) * std::max(dst[d], src[d]);
+  const size_t buffer = static_cast<size_t>(reach) * itemsize + st::kWidestWord;
+  const st::WideCopy wide = st::widen(reduced, numel, itemsize, 0, 0);
+  expect(wide.word == expected_word, what + ": moved in " + std::to_string(expected_word) + "-byte words, not " +
+                                         std::to_string(wide.word));
+  expect(wide.numel * static_cast<int64_t>(wide.word) == numel * static_cast<int64_t>(itemsize),
+         what + ": as many bytes in words as in elements");
+  expect(count_of(wide.shape) == wide.numel, what + ": the widened shape has numel words");
+  expect(copied_bytes(wide.shape, wide.numel, wide.word, buffer) == copied_bytes(reduced, numel, itemsize, buffer),
+         what + ": the same bytes written");
+}
+
+void check_widen() {
+  // Attention's heads split, [B, L, H, D] viewed as [B, H, L, D] into a
+  // dense buffer: rows of D = 64 contiguous on both sides.
+  for (size_t itemsize : {1, 2, 4, 8})
+    check_widened_copy({2, 4, 8, 64}, row_major_strides({2, 4, 8, 64}), {8 * 4 * 64, 64, 4 * 64, 1}, itemsize, 16,
+                       "heads split of " + std::to_string(itemsize) + "-byte elements");
+  // Rows of 6 two-byte elements: 12 bytes, so 4-byte words.
+  check_widened_copy({5, 6}, {6, 1}, {8, 1}, 2, 4, "rows of 12 bytes, source rows 16 bytes apart");
+  // A source row stride that is not a whole number of words: 2-byte words only.
+  check_widened_copy({5, 4}, {4, 1}, {5, 1}, 2, 2, "source rows 10 bytes apart");
+  // An innermost dimension that is not contiguous in the source: kept as is.
+  check_widened_copy({8, 8}, {8, 1}, {1, 8}, 4, 4, "a transpose");
+  // A broadcast row (source stride 0 for the outer dimension) widens.
+  check_widened_copy({3, 16}, {16, 1}, {0, 1}, 4, 16, "a broadcast row");
+  // Elements as wide as the widest word, or a contiguous copy of one row.
+  check_widened_copy({4, 4}, {4, 1}, {8, 1}, 8, 16, "8-byte elements in pairs");
+  check_widened_copy({32}, {1}, {1}, 4, 16, "one contiguous row");
+  // Addresses: each side must be aligned to the word.
+  {
+    const st::CopyShape r = st::reduce(shape_of({4, 64}, {64, 1}, {128, 1}));
+    expect(st::widen(r, 256, 2, 16, 32).word == 16, "16-byte aligned addresses take 16-byte words");
+    expect(st::widen(r, 256, 2, 8, 32).word == 8, "an 8-byte aligned destination takes 8-byte words");
+    expect(st::widen(r, 256, 2, 32, 2).word == 2, "a source aligned to its elements only keeps them");
+    const st::WideCopy w = st::widen(r, 256, 2, 0, 0);
+    expect(w.shape.ndim == 2 && w.shape.sizes[1] == 8 && w.shape.src_strides[0] == 16 && w.shape.dst_strides[0] == 8,
+           "[4, 64] of 2-byte elements becomes [4, 8] of 16-byte words, strides divided by 8");
+  }
+  // No elements, or no dimensions: nothing to widen.
+  expect(st::widen(st::reduce(shape_of({4, 0}, {1, 1}, {1, 1})), 0, 4, 0, 0).word == 4, "a copy of nothing is kept");
+  expect(st::widen(st::reduce(shape_of({1}, {1}, {1})), 1, 4, 0, 0).word == 4, "one element is kept");
+}
+
+// The host copy (strided_host_copy.h) writes what the element-wise copy of
+// the unreduced shape writes, for elements of every width (3 bytes: the
+// memcpy path), into a destination that starts as all ones.
+void check_host_copy_of(const st::CopyShape& original, const std::string& what) {
+  const int64_t n = count_of(original);
+  int64_t reach = 1;
+  for (int32_t d = 0; d < original.ndim; ++d)
+    reach += (original.sizes[d] - 1) * std::max(original.dst_strides[d], original.src_strides[d]);
+  for (size_t itemsize : {1, 2, 3, 4, 8}) {
+    const size_t bytes = static_cast<size_t>(reach) * itemsize;
+    std::vector<char> src(bytes), expected(bytes, 1), got(bytes, 1);
+    for (size_t i = 0; i < bytes; ++i) src[i] = static_cast<char>(i * 131 + 7);
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(expected.data() + st::offset64(original, original.dst_strides, i) * itemsize,
+                  src.data() + st::offset64(original, original.src_strides, i) * itemsize, itemsize);
+    st::copy_on_host(got.data(), src.data(), st::reduce(original), n, itemsize);
+    expect(got == expected, what + ": the host copy of " + std::to_string(itemsize) + "-byte elements");
+  }
+}
+
+void check_host_copies() {
+  std::mt19937_64 rng(23);
+  for (int trial = 0; trial < 400; ++trial) {
+    const int ndim = static_cast<int>(rng() % 6);
+    Dims sizes(ndim), src(ndim);
+    for (int d = 0; d < ndim; ++d) sizes[d] = 1 + static_cast<int64_t>(rng() % 5);
+    // The source: a permutation of padded row-major strides, the last kept
+    // innermost half the time (rows contiguous on both sides: memcpy).
+    Dims order(ndim);
+    for (int d = 0; d < ndim; ++d) order[d] = d;
+    const int shuffled = rng() % 2 ? ndim : ndim - 1;
+    for (int d = shuffled - 1; d > 0; --d) std::swap(order[d], order[rng() % (d + 1)]);
+    int64_t step = 1;
+    for (int k = ndim - 1; k >= 0; --k) {
+      src[order[k]] = step;
+      step *= sizes[order[k]] + static_cast<int64_t>(rng() % 2);
+    }
+    const Dims dst = row_major_strides(sizes);
+    check_host_copy_of(shape_of(sizes, dst, src), "host copy, sizes " + dims(sizes) + " src " + dims(src));
+  }
+  // Whole rows at a stride, a transpose, one element, a broadcast row.
+  check_host_copy_of(shape_of({4, 8}, {8, 1}, {16, 1}), "rows 16 apart");
+  check_host_copy_of(shape_of({8, 8}, {8, 1}, {1, 8}), "a transpose");
+  check_host_copy_of(shape_of({1, 1}, {1, 1}, {5, 3}), "one element");
+  check_host_copy_of(shape_of({3, 6}, {6, 1}, {0, 1}), "a broadcast row");
+}
+
 }  // namespace
 
 int main() {
@@ -212,5 +325,7 @@ int main() {
   check_known_shapes();
   check_random_views();
   check_index32_bounds();
+  check_widen();
+  check_host_copies();
   return host_check::finish();
 }

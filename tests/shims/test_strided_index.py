@@ -1,7 +1,8 @@
 """The index arithmetic of aotirt's strided copies (cuda_src/runtime/strided_index.h),
 checked on the host: the divider that replaces the hardware's division, copy
-shapes reduced to fewer dimensions without moving any element, 32-bit offsets
-equal to 64-bit ones, and the copies refused the 32-bit arithmetic."""
+shapes reduced to fewer dimensions without moving any element, copies
+widened to words that write the same bytes, 32-bit offsets equal to 64-bit
+ones, and the copies refused the 32-bit arithmetic."""
 
 from support.helpers import run_host_check
 

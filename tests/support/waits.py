@@ -2,7 +2,8 @@
 
 `count_waits(body, setup)` runs `setup`, resets the counters, runs `body` and
 returns {function name: calls} for every host-blocking CUDA function, counted
-in a fresh interpreter with the counter preloaded.
+in a fresh interpreter with the counter preloaded. `count_pool_calls` does the
+same for the stream-ordered pool's cudaMallocAsync and cudaFreeAsync.
 """
 
 import json
@@ -26,16 +27,16 @@ def interposer_library(folder):
     return _built["path"]
 
 
-def count_waits(library, body, setup=""):
+def count_waits(library, body, setup="", names="waits_names"):
     program = "\n".join([
         "import ctypes, json",
         f"counter = ctypes.CDLL({library!r})",
         "counter.waits_count.restype = ctypes.c_long",
-        "counter.waits_names.restype = ctypes.c_char_p",
+        f"counter.{names}.restype = ctypes.c_char_p",
         textwrap.dedent(setup),
         "counter.waits_reset()",
         textwrap.dedent(body),
-        "names = counter.waits_names().decode().split()",
+        f"names = counter.{names}().decode().split()",
         "print('WAITS ' + json.dumps({n: counter.waits_count(n.encode()) for n in names}))",
     ])
     # Keep what is preloaded already (the sanitizer runtimes under make asan).
@@ -45,6 +46,11 @@ def count_waits(library, body, setup=""):
     assert proc.returncode == 0, proc.stdout + proc.stderr
     line = [ln for ln in proc.stdout.splitlines() if ln.startswith("WAITS ")][-1]
     return json.loads(line[len("WAITS "):])
+
+
+def count_pool_calls(library, body, setup=""):
+    """count_waits of cudaMallocAsync and cudaFreeAsync."""
+    return count_waits(library, body, setup, names="pool_call_names")
 
 
 def waits_when_tuned(tmp_path, monkeypatch, mode, setup, body):

@@ -4,7 +4,8 @@
 // (runtime/rng.h says why the state is on the device: so that each replay of
 // a CUDA graph draws new numbers). The kind of draw and the values per block
 // are template arguments, and a contiguous, aligned output takes each
-// block's values in one or two vector stores.
+// block's values in one vector store (32-byte blocks: a warp's blocks in
+// two coalesced stores, through shared memory).
 
 #include <algorithm>
 #include <cstring>
@@ -44,6 +45,37 @@ __device__ __forceinline__ void store_block(T* at, const T (&values)[4]) {
   for (int k = 0; k < bytes / width; ++k) to[k] = words[k];
 }
 
+// Blocks of 32 bytes (four int64 or double values: randint's usual draw)
+// go out a warp at a time through shared memory. Stored straight from
+// registers, a thread's two 16-byte stores land 32 bytes apart, so each
+// store instruction of a warp writes half of every 32-byte sector of the
+// warp's 1 KB and the other instruction the other half: twice the L2 write
+// requests of a coalesced store. The int64 draw of bench/fallback_ops.py's
+// randint_low_out row (8 MB) ran at 1.22x torch's time that way, where
+// float32's rand (16 bytes a thread, coalesced) ran at 1.02x.
+template <typename T, int Per>
+constexpr bool kStagedStores = Per * sizeof(T) == 32;
+constexpr int kWarp = 32;
+constexpr int kStagedWords = 2 * kWarp;  // 16-byte words of a warp's 32 blocks
+
+// Writes the warp's 32 blocks (lane l's values are block l's) to
+// `warp_out`, 16-byte aligned: each lane puts its two words in `staging`
+// (the warp's kStagedWords), then each of the warp's two stores writes 512
+// contiguous bytes. Every lane of the warp calls it.
+template <typename T>
+__device__ __forceinline__ void store_warp_staged(T* warp_out, const T (&values)[4], unsigned lane,
+                                                  uint4* staging) {
+  uint4 words[2];
+  memcpy(words, values, sizeof(words));
+  staging[2 * lane] = words[0];
+  staging[2 * lane + 1] = words[1];
+  __syncwarp();
+  uint4* to = reinterpret_cast<uint4*>(warp_out);
+  to[lane] = staging[lane];
+  to[kWarp + lane] = staging[kWarp + lane];
+  __syncwarp();  // read before the next iteration writes staging again
+}
+
 template <typename T, Kind K, int Per>
 __device__ __forceinline__ void values_at(const Draw& d, const philox::Modulus& m, uint64_t seed, uint64_t counter,
                                           T out[4]) {
@@ -79,12 +111,26 @@ template <typename T, Kind K, int Per, bool Strided>
 __global__ void __launch_bounds__(kThreads)
     fill(Draw d, philox::Modulus m, uint64_t* state, Layout layout, T* out, int64_t n, uint64_t blocks,
          bool vector) {
+  constexpr bool staged = !Strided && kStagedStores<T, Per>;
   const uint64_t seed = state[0], first = state[1];
   const uint64_t step = static_cast<uint64_t>(gridDim.x) * kThreads;
   T values[4];
   for (uint64_t b = static_cast<uint64_t>(blockIdx.x) * kThreads + threadIdx.x; b < blocks; b += step) {
     values_at<T, K, Per>(d, m, seed, first + b, values);
     const int64_t i = static_cast<int64_t>(b) * Per;
+    if constexpr (staged) {
+      // Whether to stage is the same for every lane of the warp: its
+      // blocks are warp_first + lane (kThreads and step are multiples of
+      // kWarp). Where it holds, all 32 blocks lie whole inside out, so
+      // every lane is in this iteration to take part.
+      const unsigned lane = threadIdx.x % kWarp;
+      const uint64_t warp_first = b - lane;
+      if (vector && warp_first + kWarp <= blocks && static_cast<int64_t>(warp_first + kWarp) * Per <= n) {
+        __shared__ uint4 staging[kThreads / kWarp * kStagedWords];  // 1 KB a warp
+        store_warp_staged(out + warp_first * Per, values, lane, staging + threadIdx.x / kWarp * kStagedWords);
+        continue;
+      }
+    }
     if constexpr (Strided) {
 #pragma unroll
       for (int j = 0; j < Per; ++j)

@@ -34,6 +34,14 @@
 #define COUNTER(name) static atomic_long count_##name;
 WAITS(COUNTER)
 
+/* Counted too, though they never wait (so not in WAITS, which
+ * tests/runtime/test_one_rule.py reads): the stream-ordered pool's calls,
+ * which tell whether a stream's block cache served an allocation. */
+#define POOL_CALLS(X)           \
+  X(cudaMallocAsync)            \
+  X(cudaFreeAsync)
+POOL_CALLS(COUNTER)
+
 /* The next definition of `name`. RTLD_NEXT searches the global scope only,
  * and a Python extension's libcudart is loaded locally (until aotirt opens a
  * model and promotes it), so fall back to the loaded runtime and driver. */
@@ -127,19 +135,37 @@ int cuMemFree_v2(unsigned long long p) {
   return f ? f(p) : NOT_FOUND;
 }
 
+int cudaMallocAsync(void** p, size_t n, void* stream) {
+  atomic_fetch_add(&count_cudaMallocAsync, 1);
+  typedef int (*fn)(void**, size_t, void*);
+  fn f = (fn)real("cudaMallocAsync");
+  return f ? f(p, n, stream) : NOT_FOUND;
+}
+
+int cudaFreeAsync(void* p, void* stream) {
+  atomic_fetch_add(&count_cudaFreeAsync, 1);
+  typedef int (*fn)(void*, void*);
+  fn f = (fn)real("cudaFreeAsync");
+  return f ? f(p, stream) : NOT_FOUND;
+}
+
 /* Read and reset from the test (through ctypes). */
 long waits_count(const char* name) {
 #define READ(n) if (strcmp(name, #n) == 0) return atomic_load(&count_##n);
   WAITS(READ)
+  POOL_CALLS(READ)
   return -1;
 }
 
 void waits_reset(void) {
 #define RESET(n) atomic_store(&count_##n, 0);
   WAITS(RESET)
+  POOL_CALLS(RESET)
 }
 
 const char* waits_names(void) {
 #define NAME(n) #n " "
   return WAITS(NAME);
 }
+
+const char* pool_call_names(void) { return POOL_CALLS(NAME); }
