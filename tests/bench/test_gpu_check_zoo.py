@@ -36,7 +36,8 @@ if [ -n "${AOTIRT_TEST_TRACE:-}" ]; then echo "$AOTIRT_TEST_TRACE" >> "$CALLS.tr
 """
 # The script's settings that the suite's own run may have in its environment.
 SETTINGS = ("AOTIRT_PREBUILT", "AOTIRT_ZOO_AHEAD", "AOTIRT_ZOO_BUDGET", "AOTIRT_ZOO_JOBS", "AOTIRT_ZOO_ONLY",
-            "AOTIRT_TEST_WORKERS", "AOTIRT_TEST_STALL_S", "AOTIRT_BENCH_PARTS",
+            "AOTIRT_TEST_WORKERS", "AOTIRT_TEST_STALL_S", "AOTIRT_TEST_TRACE",
+            "AOTIRT_BENCH_PARTS",
             "AOTIRT_BENCH_KEEP", "AOTIRT_BENCH_QUICK")
 
 
