@@ -5,7 +5,8 @@ command that reads it, AOTIRT_ZOO_AHEAD=1 compiles it detached from a tests
 command that does not, and a command that reads it, or times anything,
 waits for that compile; AOTIRT_TEST_WORKERS spreads the tests outside
 tests/aoti over several pytest processes, and then runs those that read the
-GPU's free memory alone, after a zoo compile started ahead.
+GPU's free memory alone, after a zoo compile started ahead (and, where
+there are none, neither runs them nor waits).
 
 The stand-in's zoo compile holds until the test opens a gate file, so that
 "still compiling" never depends on how fast the machine is."""
@@ -67,10 +68,16 @@ def started(root, *args, **env):
 
 
 def ran(root, what):
+    """When each call whose command holds `what` ran (pytest's --collect-only
+    questions are counted by `collected` alone)."""
     if not (root / "calls").exists():
         return []
     lines = [line.split(" ", 1) for line in (root / "calls").read_text().splitlines()]
-    return [float(when) for when, command in lines if what in command]
+    return [float(when) for when, command in lines if what in command and "--collect-only" not in command]
+
+
+def collected(root):
+    return [line for line in (root / "calls").read_text().splitlines() if "--collect-only" in line]
 
 
 def ahead_ended(root):
@@ -147,7 +154,8 @@ def test_a_partial_zoo_compiles_those_models_alone_and_says_so(tmp_path):
 
 
 def pytest_calls(root):
-    return [line for line in (root / "calls").read_text().splitlines() if "-m pytest" in line]
+    return [line for line in (root / "calls").read_text().splitlines()
+            if "-m pytest" in line and "--collect-only" not in line]
 
 
 def test_workers_spread_the_tests_over_processes_a_file_to_each_and_the_free_memory_readers_run_alone(tmp_path):
@@ -190,6 +198,28 @@ def test_the_free_memory_readers_wait_for_a_zoo_compile_started_ahead(tmp_path):
     ahead_end = ran(tmp_path, "tests/aoti/build.py --device cuda")[0]
     workers_run, alone_run = ran(tmp_path, "-m pytest")
     assert workers_run < ahead_end < alone_run, out
+    [asked] = collected(tmp_path)
+    assert asked.endswith(" -m reads_device_free_memory tests/runtime"), asked
+
+
+def test_a_part_with_no_free_memory_reader_does_not_wait_for_a_zoo_compile_started_ahead(tmp_path):
+    tree(tmp_path)
+    none_selected = STAND_IN.replace(
+        '*-m\\ pytest*) echo "1 passed in 0.01s" ;;',
+        '*--collect-only*) echo "$(date +%s.%N) $*" >> "$CALLS"; exit 5 ;;\n'
+        '  *-m\\ pytest*) echo "1 passed in 0.01s" ;;')
+    assert none_selected != STAND_IN
+    (tmp_path / "python").write_text(none_selected)
+    # The gate stays shut: the compile started ahead is still running when
+    # the command ends.
+    proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_ZOO_AHEAD="1", AOTIRT_TEST_WORKERS="4")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert "waiting for the zoo compile" not in proc.stdout and not (tmp_path / "bench/build/zoo-ahead.rc").exists()
+    assert len(pytest_calls(tmp_path)) == 1 and len(collected(tmp_path)) == 1
+    last = proc.stdout.splitlines()[-1]
+    assert ": PASSED" in last and "then alone: no tests ran (none here reads free GPU memory)" in last, last
+    (tmp_path / "gate").touch()
+    assert ahead_ended(tmp_path) == "0"
 
 
 def test_an_alone_run_with_none_to_run_passes_and_a_failed_one_fails(tmp_path):
