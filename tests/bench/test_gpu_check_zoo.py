@@ -202,14 +202,17 @@ def test_the_free_memory_readers_wait_for_a_zoo_compile_started_ahead(tmp_path):
     assert asked.endswith(" -m reads_device_free_memory tests/runtime"), asked
 
 
+def answer_first(root, case):
+    """Makes the tree's stand-in for Python answer `case` (a shell case
+    branch) before its ordinary answer to a pytest call."""
+    pytest_case = '*-m\\ pytest*) echo "1 passed in 0.01s" ;;'
+    assert pytest_case in STAND_IN
+    (root / "python").write_text(STAND_IN.replace(pytest_case, case + "\n  " + pytest_case))
+
+
 def test_a_part_with_no_free_memory_reader_does_not_wait_for_a_zoo_compile_started_ahead(tmp_path):
     tree(tmp_path)
-    none_selected = STAND_IN.replace(
-        '*-m\\ pytest*) echo "1 passed in 0.01s" ;;',
-        '*--collect-only*) echo "$(date +%s.%N) $*" >> "$CALLS"; exit 5 ;;\n'
-        '  *-m\\ pytest*) echo "1 passed in 0.01s" ;;')
-    assert none_selected != STAND_IN
-    (tmp_path / "python").write_text(none_selected)
+    answer_first(tmp_path, '*--collect-only*) echo "$(date +%s.%N) $*" >> "$CALLS"; exit 5 ;;')
     # The gate stays shut: the compile started ahead is still running when
     # the command ends.
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_ZOO_AHEAD="1", AOTIRT_TEST_WORKERS="4")
@@ -224,12 +227,8 @@ def test_a_part_with_no_free_memory_reader_does_not_wait_for_a_zoo_compile_start
 
 def test_an_alone_run_with_none_to_run_passes_and_a_failed_one_fails(tmp_path):
     tree(tmp_path)
-    alone_fails = STAND_IN.replace(
-        '*-m\\ pytest*) echo "1 passed in 0.01s" ;;',
-        '*-m\\ reads_device_free_memory*) echo "0 passed"; echo "$(date +%s.%N) $*" >> "$CALLS"; exit "$ALONE_RC" ;;\n'
-        '  *-m\\ pytest*) echo "1 passed in 0.01s" ;;')
-    assert alone_fails != STAND_IN
-    (tmp_path / "python").write_text(alone_fails)
+    answer_first(tmp_path, '*-m\\ reads_device_free_memory*) echo "0 passed"; '
+                           'echo "$(date +%s.%N) $*" >> "$CALLS"; exit "$ALONE_RC" ;;')
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_WORKERS="2", ALONE_RC="5")
     assert proc.returncode == 0 and ": PASSED" in proc.stdout.splitlines()[-1], proc.stdout + proc.stderr
     proc = gpu_check(tmp_path, "--tests-only", "tests/shims", AOTIRT_TEST_WORKERS="2", ALONE_RC="1")
