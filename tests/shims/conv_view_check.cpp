@@ -210,6 +210,39 @@ int main() {
              u.output == cc::Im2col::Output::kChannelsLast,
          "resnet18's stem: [25088, 147] windows of the padded copy, one product into the output");
 
+  // Which of them the tuning offers im2col (im2col_suits): each of the above for its own reason.
+  expect(cc::im2col_of(vit, &u) && cc::im2col_suits(vit, u, 4), "a patch embedding is offered im2col");
+  expect(cc::im2col_of(vit_contiguous, &u) && cc::im2col_suits(vit_contiguous, u, 2),
+         "a patch embedding on contiguous operands too");
+  expect(cc::im2col_of(conv2, &u) && cc::im2col_suits(conv2, u, 4), "a 1-D convolution is offered im2col");
+  expect(cc::im2col_of(stem, &u) && cc::im2col_suits(stem, u, 4), "a float32 RGB stem is offered im2col");
+  auto padded_3x3 = [](const Dims& x, const Dims& w, const Dims& y, cl::Format format) {
+    cc::Spec s = spec(x, w, y, format);
+    s.stride[0] = s.stride[1] = s.dilation[0] = s.dilation[1] = 1;
+    s.padding[0] = s.padding[1] = 1;
+    return s;
+  };
+  const cc::Spec layer4 = padded_3x3({2, 512, 7, 7}, {512, 512, 3, 3}, {2, 512, 7, 7}, last);
+  expect(cc::im2col_of(layer4, &u) && u.product.rows == 98 && u.product.inner == 4608 &&
+             cc::im2col_suits(layer4, u, 4),
+         "resnet18's layer4 3x3 at batch 2, channels-last: a small window matrix [98, 4608], offered im2col");
+  const cc::Spec wide_batch = padded_3x3({32, 64, 56, 56}, {64, 64, 3, 3}, {32, 64, 56, 56}, last);
+  expect(cc::im2col_of(wide_batch, &u) && !cc::im2col_suits(wide_batch, u, 4),
+         "resnet's layer1 3x3 at batch 32: a window matrix of 231 MB, not offered");
+  expect(cc::im2col_of(wide_batch, &u) && !cc::im2col_suits(wide_batch, u, 2), "nor in 16 bits (115 MB)");
+  const cc::Spec contiguous_3x3 = padded_3x3({2, 64, 28, 28}, {64, 64, 3, 3}, {2, 64, 28, 28}, contiguous);
+  expect(cc::im2col_of(contiguous_3x3, &u) && !cc::im2col_suits(contiguous_3x3, u, 4),
+         "a contiguous 3x3 of 64 channels: not offered (its alternative is the channels-last copies)");
+  cc::Spec at_most = spec({1, 256, 256, 256}, {64, 256, 1, 1}, {1, 64, 256, 256}, last);
+  at_most.stride[0] = at_most.stride[1] = at_most.dilation[0] = at_most.dilation[1] = 1;
+  expect(cc::im2col_of(at_most, &u) && u.product.rows * u.product.inner * 4 == cc::kIm2colMostBytes &&
+             cc::im2col_suits(at_most, u, 4),
+         "a window matrix of exactly the most bytes: offered");
+  cc::Spec past_most = at_most;
+  past_most.x = view({1, 256, 256, 257}, last);
+  past_most.y = view({1, 64, 256, 257}, last);
+  expect(cc::im2col_of(past_most, &u) && !cc::im2col_suits(past_most, u, 4), "one row past it: not offered");
+
   auto refused = [&](void (*change)(cc::Spec&), const char* what) {
     cc::Spec other = vit;
     change(other);

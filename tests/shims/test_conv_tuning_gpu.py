@@ -8,7 +8,8 @@ configuration the heuristics do not list) and measures nothing; the
 results are those of the heuristics' engine within the dtype's tolerance
 (a depthwise convolution too, where the cold measurement chose engines 10x
 slower); the alternatives (cuBLAS's GEMM for a 1x1; im2col and one
-product for a patch embedding, a stem and a 1-D convolution; channels-last
+product for a patch embedding, a stem, a 1-D convolution and a small
+channels-last one; channels-last
 copies for other contiguous ones) are timed where offered and run right
 when recorded; the wide mode measures more configurations than the list;
 an engine the host takes milliseconds to queue is left out untimed; and
@@ -283,7 +284,9 @@ def test_a_1x1_convolution_times_cublas_beside_cudnn_and_a_recorded_gemm_runs_ri
 # them im2col): ViT-B/16's and ConvNeXt's stems channels-last in float32
 # (TF32), one on contiguous float16 operands with a bias whose last rows
 # and columns are past the last whole patch; and a padded one of eight
-# channels, which is neither a patch embedding nor a stem.
+# channels on contiguous operands, which is neither a patch embedding nor a
+# stem (channels-last, its small window matrix would be offered im2col:
+# test_a_small_channels_last_convolution_times_im2col...).
 PATCHES = PRELUDE + """
 rng = np.random.default_rng(4)
 def contiguous(shape, dtype):
@@ -292,7 +295,7 @@ for name, dtype, layout, x_shape, w_shape, bias, stride, padding in (
         ("vit", "float32", nhwc, (2, 3, 64, 64), (768, 3, 16, 16), False, 16, 0),
         ("contiguous", "float16", contiguous, (2, 3, 36, 40), (64, 3, 8, 8), True, 8, 0),
         ("convnext", "float32", nhwc, (2, 3, 64, 64), (96, 3, 4, 4), False, 4, 0),
-        ("padded", "float32", nhwc, (2, 8, 64, 64), (96, 8, 4, 4), False, 4, 1)):
+        ("padded", "float32", contiguous, (2, 8, 64, 64), (96, 8, 4, 4), False, 4, 1)):
     x, w = layout(x_shape, dtype), layout(w_shape, dtype)
     b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
     for call in range(3):
@@ -365,6 +368,52 @@ def test_a_stem_times_im2col_and_a_recorded_one_runs_right(tmp_path):
     assert sum("cublas_im2col (tuned, recorded in" in ln for ln in log) == 3, "\n".join(log)
     assert not any("cuDNN tuning timed" in ln for ln in log), "\n".join(log)
     assert_results_match(plain, im2col, {"resnet": 5e-3, "mobilenet": 2e-2, "waveform": 5e-3})
+
+
+# resnet18's 3x3 layers at batch 2, channels-last as Inductor hands them
+# (conv_view.h's im2col_suits offers them im2col: their window matrices are
+# small), in float32 (TF32, a bias) and bfloat16, one strided; and one at
+# batch 32, whose window matrix (231 MB) is past the most it offers.
+SMALL_PRODUCTS = PRELUDE + """
+rng = np.random.default_rng(6)
+for name, dtype, x_shape, w_shape, stride, bias in (
+        ("layer4", "float32", (2, 512, 7, 7), (512, 512, 3, 3), 1, True),
+        ("layer3", "bfloat16", (2, 128, 28, 28), (256, 128, 3, 3), 2, False),
+        ("batch32", "float32", (32, 64, 56, 56), (64, 64, 3, 3), 1, False)):
+    x = nhwc(x_shape, dtype)
+    w = view(rng.standard_normal(int(np.prod(w_shape))) / np.sqrt(np.prod(w_shape[1:])), w_shape,
+             (int(np.prod(w_shape[1:])), 1, w_shape[3] * w_shape[1], w_shape[1]), 0, "cuda:0", dtype)[0]
+    b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
+    for call in range(3):
+        status, out = t.conv(x, w, b, stride=(stride,), padding=(1,))
+        assert status == 0
+        np.save(f"{OUT}/{name}-{call}.npy", read(out))
+print("CALLS OK")
+"""
+SMALL_INPUTS = ("input [2, 512, 7, 7]", "input [2, 128, 28, 28]")
+
+
+def test_a_small_channels_last_convolution_times_im2col_and_a_recorded_one_runs_right(tmp_path):
+    """Tuned, each channels-last convolution whose window matrix is small
+    also times im2col and one product (the batch-32 one does not); a record
+    naming it makes the next process run it (padded, strided, with a bias),
+    with the heuristics' engine's results."""
+    plain, _ = run(tmp_path, program=SMALL_PRODUCTS, name="plain")
+    cache = tmp_path / "cache"
+    _tuned, log = run(tmp_path, program=SMALL_PRODUCTS, name="tuned", AOTIRT_CUDNN_TUNE="1",
+                      AOTIRT_CACHE=str(cache))
+    timed = [ln for ln in log if "cuDNN tuning timed cublas_im2col" in ln]
+    assert sorted(key for ln in timed for key in SMALL_INPUTS if key in ln) == sorted(SMALL_INPUTS), "\n".join(log)
+    assert not any("cublas_im2col" in ln and "input [32, 64, 56, 56]" in ln for ln in log), "\n".join(log)
+
+    # Every record im2col: the two small keys then run it from the start;
+    # the batch-32 key, which never offers it, measures again.
+    assert record_everywhere(cache, "cublas_im2col") == 3
+    im2col, log = run(tmp_path, program=SMALL_PRODUCTS, name="im2col", AOTIRT_CUDNN_TUNE="1",
+                      AOTIRT_CACHE=str(cache))
+    assert sum("cublas_im2col (tuned, recorded in" in ln for ln in log) == 2, "\n".join(log)
+    assert not any("cuDNN tuning timed" in ln for ln in log if "input [2, " in ln), "\n".join(log)
+    assert_results_match(plain, im2col, {"layer4": 5e-3, "layer3": 2e-2, "batch32": 5e-3})
 
 
 # Whisper's front end: 1-D convolutions on contiguous operands, as Inductor

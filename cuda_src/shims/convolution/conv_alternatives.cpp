@@ -114,25 +114,11 @@ struct Im2colCall {
   }
 };
 
-// Where cublas_im2col is offered. In torch alone on an H100, im2col and one
-// product beat cuDNN by far (bench/runs/s21-h100-tuning.md) on a patch
-// embedding (kernel = stride, unpadded: ViT-B/16's, 9 against 58 us) and a
-// 1-D convolution (Whisper's front end: 18 and 26 against 20 and 37 us).
-// It is offered to a stem of few input channels (fewer than fill 16 bytes
-// a pixel: an RGB image) too, where cuDNN runs ten times slower than the
-// arithmetic and memory traffic need (resnet18's: 25 us, on every engine
-// it lists). torch's F.unfold and mm took 44 us there, but most of that is
-// F.unfold's own copies; aotirt's gather is one pass. The alternative it
-// replaces there, cuDNN on channels zero-padded to 16-byte rows, lost by 6%
-// and 48% on the H100.
+// Where cublas_im2col is offered (conv_view.h's im2col_suits says which
+// convolutions, and why).
 bool im2col_offered(const Spec& s, Im2col* u) {
-  if (!im2col_of(s, u) || !gemm_offered(u->product)) return false;
-  const int64_t kh = s.w.sizes[2], kw = s.w.sizes[3];
-  const bool patches = !u->padded && s.stride[0] == kh && s.stride[1] == kw && s.dilation[0] == 1 &&
-                       s.dilation[1] == 1 && kh * kw > 1;
-  const bool one_d = s.x.sizes[2] == 1 && kh == 1;
-  const bool few_channels = s.x.sizes[1] * static_cast<int64_t>(dtype_itemsize(s.dtype)) < 16;
-  return patches || one_d || few_channels;
+  return im2col_of(s, u) && gemm_offered(u->product) &&
+         im2col_suits(s, *u, static_cast<int64_t>(dtype_itemsize(s.dtype)));
 }
 
 // cudnn_channels_last (conv_view.h's channels_last_spec), one call of it:

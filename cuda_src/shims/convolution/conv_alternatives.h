@@ -6,10 +6,11 @@
 //  - cublas_gemm: a 1x1 channels-last convolution of stride 1 is one
 //    matrix product as it lies in memory (conv_gemm.h);
 //  - cublas_im2col: a patch embedding (kernel = stride, unpadded: ViT's
-//    stem), a 1-D convolution (Whisper's front end) or a stem of few input
-//    channels (an RGB image), as im2col and one matrix product: its
-//    windows gathered in one pass (conv_view.h's im2col_of,
-//    conv_windows.h);
+//    stem), a 1-D convolution (Whisper's front end), a stem of few input
+//    channels (an RGB image) or a channels-last convolution whose window
+//    matrix is small (resnet's 3x3 layers at a small batch), as im2col and
+//    one matrix product: its windows gathered in one pass (conv_view.h's
+//    im2col_of and im2col_suits, conv_windows.h);
 //  - cudnn_channels_last: one whose operands are all contiguous, on
 //    channels-last copies of them, its result copied back. It was built for
 //    Whisper's front end (Inductor, kernel/conv.py, leaves a CUDA 1-D

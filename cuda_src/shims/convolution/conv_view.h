@@ -132,5 +132,39 @@ inline bool im2col_of(const Spec& s, Im2col* out) {
   return true;
 }
 
+// The most scratch the window matrix of a convolution im2col_suits offers
+// for its small product may take. Past it, the gather moves more memory
+// than the product saves (im2col copies each input element kh*kw times),
+// and the scratch would crowd the pool for nothing.
+constexpr int64_t kIm2colMostBytes = int64_t{64} << 20;
+
+// Whether the tuning offers `s` (im2col_of gave `u`) im2col beside cuDNN's
+// engines, elements of `itemsize` bytes. In torch alone on an H100
+// (bench/runs/s21-h100-tuning.md), im2col and one product beat cuDNN by
+// far on a patch embedding (kernel = stride, unpadded: ViT-B/16's, 9
+// against 58 us) and a 1-D convolution (Whisper's front end: 18 and 26
+// against 20 and 37 us). Stems of few input channels (fewer than fill 16
+// bytes a pixel: an RGB image), where cuDNN runs ten times slower than the
+// arithmetic and memory traffic need, take it too. And so does any
+// channels-last convolution (Inductor's layout) whose window matrix is
+// small: at a small batch, resnet's 3x3 layers are products of few rows and
+// a long inner dimension (2x512x7x7: 98 rows, 4,608 deep, 512 columns),
+// which cuDNN runs on a few tiles at a tenth of the GPU's memory bandwidth
+// on every engine it lists (15 us for 9.4 MB of weights), where cuBLAS can
+// split the inner dimension over the whole GPU. Which is faster is
+// measured, never assumed.
+inline bool im2col_suits(const Spec& s, const Im2col& u, int64_t itemsize) {
+  const int64_t kh = s.w.sizes[2], kw = s.w.sizes[3];
+  const bool patches = !u.padded && s.stride[0] == kh && s.stride[1] == kw && s.dilation[0] == 1 &&
+                       s.dilation[1] == 1 && kh * kw > 1;
+  const bool one_d = s.x.sizes[2] == 1 && kh == 1;
+  const bool few_channels = s.x.sizes[1] * itemsize < 16;
+  int64_t packed[5];
+  const bool small_channels_last =
+      packed_as(s.x, conv_layout::Format::ChannelsLast, packed) && u.output == Im2col::Output::kChannelsLast &&
+      itemsize > 0 && u.product.rows <= kIm2colMostBytes / itemsize / u.product.inner;
+  return patches || one_d || few_channels || small_channels_last;
+}
+
 }  // namespace conv_cuda
 }  // namespace aotirt
