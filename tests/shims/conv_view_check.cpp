@@ -120,6 +120,26 @@ double im2col_error(const Geometry& g, cl::Format x_format, cl::Format w_format,
     const double value = windows.source(e, &offset) ? x[offset] : 0.0;
     if (value != matrix[e]) return 1e9;
   }
+  // Widened (conv_windows.h's widen_window_index), a word of `width`
+  // elements at a time, where it applies: a channels-last weight on an input
+  // whose channels lie contiguous, `width` dividing their count. Each word
+  // holds the same matrix elements, exactly.
+  for (uint32_t width : {2u, 4u, 8u}) {
+    cc::WindowIndex wide;
+    const bool applies = w_format == cl::Format::ChannelsLast && c > 1 && x_format == cl::Format::ChannelsLast &&
+                         c % width == 0;
+    if (cc::widen_window_index(windows, width, &wide) != applies) return 1e9;
+    if (!applies) continue;
+    if (wide.count * width != windows.count) return 1e9;
+    for (uint32_t word = 0; word < wide.count; ++word) {
+      uint32_t offset = 0;
+      const bool inside = wide.source(word, &offset);
+      for (uint32_t lane = 0; lane < width; ++lane) {
+        const double value = inside ? x[static_cast<size_t>(offset) * width + lane] : 0.0;
+        if (value != matrix[static_cast<size_t>(word) * width + lane]) return 1e9;
+      }
+    }
+  }
   // y[rows, cols] = a[rows, inner] times b[cols, inner] transposed, row-major, as run_gemm.
   auto gemm = [](const double* a, const double* b, double* out, int64_t rows, int64_t inner, int64_t cols) {
     for (int64_t r = 0; r < rows; ++r)
@@ -269,7 +289,11 @@ int main() {
                                  {{2, 3, 4, 4}, {5, 3, 4, 4}, {4, 4}, {0, 0}, {1, 1}},  // one window an image
                                  {{2, 3, 6, 7}, {1, 3, 3, 2}, {1, 1}, {1, 0}, {1, 1}},  // one output channel
                                  {{3, 2, 1, 9}, {4, 2, 1, 3}, {1, 2}, {0, 2}, {1, 2}},  // 1-D, padded, dilated
-                                 {{2, 5, 6, 6}, {3, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}}};  // 1x1
+                                 {{2, 5, 6, 6}, {3, 5, 1, 1}, {1, 1}, {0, 0}, {1, 1}},  // 1x1
+                                 // Channels that words of 2, 4 and 8 elements divide (widen_window_index).
+                                 {{2, 8, 5, 6}, {3, 8, 3, 3}, {1, 1}, {1, 1}, {1, 1}},
+                                 {{1, 4, 7, 7}, {2, 4, 3, 2}, {2, 2}, {1, 0}, {1, 2}},
+                                 {{2, 6, 4, 4}, {2, 6, 2, 2}, {2, 2}, {0, 0}, {1, 1}}};
   for (const Geometry& g : geometries)
     for (cl::Format xf : {last, contiguous})
       for (cl::Format wf : {last, contiguous})

@@ -149,10 +149,14 @@ constexpr int64_t kIm2colMostBytes = int64_t{64} << 20;
 // channels-last convolution (Inductor's layout) whose window matrix is
 // small: at a small batch, resnet's 3x3 layers are products of few rows and
 // a long inner dimension (2x512x7x7: 98 rows, 4,608 deep, 512 columns),
-// which cuDNN runs on a few tiles at a tenth of the GPU's memory bandwidth
-// on every engine it lists (15 us for 9.4 MB of weights), where cuBLAS can
-// split the inner dimension over the whole GPU. Which is faster is
-// measured, never assumed.
+// which cuDNN runs at a tenth of the GPU's memory bandwidth on every engine
+// it lists (15 us for 9.4 MB of weights), where cuBLAS splits the inner
+// dimension over the whole GPU (torch.mm of that product: 9.9 us against
+// F.conv2d's 14.0 on an H100). The gather in front decides it: on the
+// H100 im2col won on that layer in 16 bits and lost on every float32
+// layer of resnet18 with a gather of one element a thread
+// (bench/runs/s29-h100-check.md). Which is faster is measured, never
+// assumed.
 inline bool im2col_suits(const Spec& s, const Im2col& u, int64_t itemsize) {
   const int64_t kh = s.w.sizes[2], kw = s.w.sizes[3];
   const bool patches = !u.padded && s.stride[0] == kh && s.stride[1] == kw && s.dilation[0] == 1 &&
