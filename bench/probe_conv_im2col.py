@@ -2,7 +2,7 @@
 on resnet's deeper layers: a diagnostic for issue 14's tuning target, not a
 benchmark. No torch in the process.
 
-    PYTHONPATH=$PWD/pyx python3 bench/probe_conv_im2col.py [--cache DIR]
+    PYTHONPATH=$PWD/pyx python3 bench/probe_conv_im2col.py [--cache DIR] [--profile N]
 
 Each of resnet18's 3x3 layers (and its strided 1x1 ones) at batches 1 and
 2, channels-last as Inductor hands them, in float32 (TF32 allowed),
@@ -15,12 +15,20 @@ us)`. GPU time, as the tuning measures it (events around runs queued
 behind a hold of the GPU). An empty --cache (a fresh folder by default)
 makes every layer measure.
 
+--profile N: then, each layer's choice made, N more calls of it under
+torch's profiler (CUPTI sees every kernel of the process, aotirt's too;
+torch is imported for it alone), and one line per kernel on stdout: the
+layer, the kernel's name, how many ran and their mean GPU time. It splits
+a chosen im2col into its gather, cuBLAS's product and any split-K
+reduction, and a cuDNN engine into its kernels.
+
 Session 29 (H100, bench/runs/s29-h100-check.md): in float32 im2col lost on
 every layer; in 16 bits it won on the 512-channel 7x7 layer (3% at batch
 2, 15 to 17% at batch 1).
 """
 
 import argparse
+import functools
 import os
 import sys
 import tempfile
@@ -36,7 +44,11 @@ LAYERS = (((64, 56, 56), (64, 64, 3, 3), 1, 1), ((128, 28, 28), (128, 128, 3, 3)
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--cache", help="the tuning's choices' folder (default: a fresh one)")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="N more calls of each layer under torch's profiler, a line per kernel")
     args = parser.parse_args()
+    if args.profile < 0:
+        parser.error("--profile takes a count of calls, 0 or more")
     # Read once, when the first convolution is called: set before it.
     os.environ.update(AOTIRT_CUDNN_TUNE="1", AOTIRT_LOG="debug",
                       AOTIRT_CACHE=args.cache or tempfile.mkdtemp(prefix="probe-im2col-"))
@@ -57,12 +69,36 @@ def main():
         for batch in (1, 2):
             for x_shape, w_shape, stride, padding in LAYERS:
                 x, w = channels_last((batch,) + x_shape, dtype), channels_last(w_shape, dtype)
+                call = functools.partial(convolve, conv_shims, x, w, stride, padding)
                 for _ in range(3):
-                    status, out = conv_shims.conv(x, w, stride=(stride,), padding=(padding,))
-                    if status != 0:
-                        sys.exit(f"probe: the convolution of {x_shape} by {w_shape} failed: status {status}")
-                    read(out)
+                    read(call())
+                if args.profile:
+                    layer = f"{dtype} {batch}x{'x'.join(map(str, x_shape))} by {'x'.join(map(str, w_shape))} s{stride}"
+                    profile_calls(layer, args.profile, call, read)
     return 0
+
+
+def convolve(conv_shims, x, w, stride, padding):
+    """One call of the shim; its output handle."""
+    status, out = conv_shims.conv(x, w, stride=(stride,), padding=(padding,))
+    if status != 0:
+        sys.exit(f"probe: a convolution failed: status {status} (the debug log above says which)")
+    return out
+
+
+def profile_calls(layer, count, call, read):
+    """Runs `call` `count` times under torch's profiler (the last result
+    read back, so that every kernel has ended) and prints a line per kernel."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for _ in range(count - 1):
+            call()
+        read(call())
+    for event in prof.key_averages():
+        if str(event.device_type).endswith("CUDA") and event.count and "Memcpy" not in event.key:
+            mean = event.self_device_time_total / event.count
+            print(f"{layer}\t{event.key[:100]}\t{event.count}\t{mean:.2f} us", flush=True)
 
 
 if __name__ == "__main__":
