@@ -380,9 +380,7 @@ for name, dtype, x_shape, w_shape, stride, bias in (
         ("layer4", "float32", (2, 512, 7, 7), (512, 512, 3, 3), 1, True),
         ("layer3", "bfloat16", (2, 128, 28, 28), (256, 128, 3, 3), 2, False),
         ("batch32", "float32", (32, 64, 56, 56), (64, 64, 3, 3), 1, False)):
-    x = nhwc(x_shape, dtype)
-    w = view(rng.standard_normal(int(np.prod(w_shape))) / np.sqrt(np.prod(w_shape[1:])), w_shape,
-             (int(np.prod(w_shape[1:])), 1, w_shape[3] * w_shape[1], w_shape[1]), 0, "cuda:0", dtype)[0]
+    x, w = nhwc(x_shape, dtype), nhwc(w_shape, dtype)
     b = dense(rng.standard_normal(w_shape[0]), "cuda:0", dtype)[0] if bias else None
     for call in range(3):
         status, out = t.conv(x, w, b, stride=(stride,), padding=(1,))
