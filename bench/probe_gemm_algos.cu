@@ -3,7 +3,8 @@
 // (cublasGemmEx, CUBLAS_GEMM_DEFAULT): a diagnostic for issue 14's tuning
 // target, not a benchmark.
 //
-//   nvcc -O2 -std=c++17 -arch=sm_90 bench/probe_gemm_algos.cu -o /tmp/probe_gemm_algos -ldl
+//   nvcc -O2 -std=c++17 -arch=sm_90 -Iinclude bench/probe_gemm_algos.cu -o /tmp/probe_gemm_algos \
+//     -Lpyx/aotirt -laotirt -Xlinker -rpath,$PWD/pyx/aotirt -cudart shared -ldl
 //   /tmp/probe_gemm_algos /path/to/libcublasLt.so.13 /path/to/libcublas.so.13
 //
 // Session 29 left a question (bench/NOTES-issue14.md): im2col on resnet18's
@@ -18,11 +19,15 @@
 // cols = output channels; row-major y[rows, cols] = x[rows, inner] w^T, as
 // conv_gemm.cpp calls it. GPU time per product from events around a CUDA
 // graph of kReplayRuns products, so that no host launch gap is counted.
-// Standalone: cuBLAS and cuBLASLt opened by dlopen from the paths given, the
-// few declarations it needs written here (values from CUDA 13's headers).
+// cuBLAS and cuBLASLt are opened by dlopen from the paths given, the few
+// declarations it needs written here (values from CUDA 13's headers). It
+// runs on a stream of aotirt's and reads its events after aotirt's copy
+// routine, the project's one host wait, as bench/harness.cu does.
 
 #include <cuda_runtime.h>
 #include <dlfcn.h>
+
+#include "aotirt/aotirt.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -106,8 +111,17 @@ struct Type {
 
 // GPU time per run of `enqueue` (us): a graph of kReplayRuns runs, the
 // median of kReplays replays timed by events.
+// Waits for the stream: one float copied back through aotirt's copy routine.
+struct StreamWait {
+  aotirt_tensor* device = nullptr;
+  aotirt_tensor* host = nullptr;
+  void operator()() const {
+    if (aotirt_tensor_copy(host, device) != AOTIRT_OK) die(aotirt_last_error_message(), 0);
+  }
+};
+
 template <typename F>
-double time_us(cudaStream_t stream, F enqueue) {
+double time_us(cudaStream_t stream, const StreamWait& wait, F enqueue) {
   enqueue();  // first run outside the capture: lazy loading of the kernel
   cudaGraph_t graph;
   cudaGraphExec_t exec;
@@ -124,7 +138,7 @@ double time_us(cudaStream_t stream, F enqueue) {
     cuda_check(cudaEventRecord(start, stream), "record");
     cuda_check(cudaGraphLaunch(exec, stream), "replay");
     cuda_check(cudaEventRecord(stop, stream), "record");
-    cuda_check(cudaEventSynchronize(stop), "wait");
+    wait();
     float ms = 0;
     cuda_check(cudaEventElapsedTime(&ms, start, stop), "elapsed");
     samples.push_back(1000.0 * ms / kReplayRuns);
@@ -162,8 +176,14 @@ int main(int argc, char** argv) {
   bind(blas_lib, "cublasSetWorkspace_v2", &blas.set_workspace);
   bind(blas_lib, "cublasGemmEx", &blas.gemm);
 
-  cudaStream_t stream;
-  cuda_check(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking), "stream");
+  aotirt_stream* aotirt_s = nullptr;
+  if (aotirt_stream_create(0, &aotirt_s) != AOTIRT_OK) die(aotirt_last_error_message(), 0);
+  cudaStream_t stream = static_cast<cudaStream_t>(aotirt_stream_handle(aotirt_s));
+  StreamWait wait;
+  const int64_t one = 1;
+  if (aotirt_tensor_empty(1, &one, AOTIRT_DTYPE_FLOAT32, AOTIRT_DEVICE_CUDA, 0, aotirt_s, &wait.device) != AOTIRT_OK ||
+      aotirt_tensor_empty(1, &one, AOTIRT_DTYPE_FLOAT32, AOTIRT_DEVICE_CPU, 0, nullptr, &wait.host) != AOTIRT_OK)
+    die(aotirt_last_error_message(), 0);
   void* workspace = nullptr;
   cuda_check(cudaMallocAsync(&workspace, kWorkspaceBytes, stream), "workspace");
   void* blas_handle = nullptr;
@@ -193,7 +213,7 @@ int main(int argc, char** argv) {
       cuda_check(cudaMemsetAsync(x, 0, static_cast<size_t>(p.rows) * p.inner * t.bytes, stream), "x");
       cuda_check(cudaMemsetAsync(w, 0, static_cast<size_t>(p.cols) * p.inner * t.bytes, stream), "w");
       // Column-major as cuBLAS reads them: y [cols, rows] = w^T [cols, inner] x [inner, rows].
-      const double gemm_ex = time_us(stream, [&] {
+      const double gemm_ex = time_us(stream, wait, [&] {
         status_check(blas.gemm(blas_handle, kOpT, kOpN, p.cols, p.rows, p.inner, &alpha, w, t.data, p.inner, x,
                                t.data, p.inner, &beta, y, t.data, p.cols, t.compute, kGemmDefault),
                      "cublasGemmEx");
@@ -218,7 +238,7 @@ int main(int argc, char** argv) {
       int best_index = -1;
       for (int i = 0; i < returned; ++i) {
         if (found[i].state != 0) continue;
-        const double us = time_us(stream, [&] {
+        const double us = time_us(stream, wait, [&] {
           status_check(lt.matmul(lt_handle, desc, &alpha, w, a, x, b, &beta, y, c, y, c, &found[i].algo, workspace,
                                  kWorkspaceBytes, stream),
                        "cublasLtMatmul");

@@ -25,11 +25,8 @@ CUBLAS_WAITS = ["cublasDestroy", "cublasDestroy_v2"]
 CUDNN_WAITS = ["cudnnDestroy"]
 # Where a blocking call is allowed, and why: freeing a pinned numpy array
 # when it is garbage collected (never on a run or copy path; documented on
-# empty_pinned), and the benchmark harness freeing its pinned buffer at exit;
-# bench/probe_gemm_algos.cu, a program of its own that times cuBLAS without
-# aotirt, reading its events.
-ALLOWED = {"cudaFreeHost": {os.path.join("cuda_src", "runtime", "api_interop.cpp"), os.path.join("bench", "harness.cu")},
-           "cudaEventSynchronize": {os.path.join("bench", "probe_gemm_algos.cu")}}
+# empty_pinned), and the benchmark harness freeing its pinned buffer at exit.
+ALLOWED = {"cudaFreeHost": {os.path.join("cuda_src", "runtime", "api_interop.cpp"), os.path.join("bench", "harness.cu")}}
 
 
 def code_lines():
