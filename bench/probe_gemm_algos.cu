@@ -66,6 +66,9 @@ struct Lt {
   Status (*desc_set)(Desc, int, const void*, size_t);
   Status (*layout_create)(Layout*, cudaDataType_t, uint64_t, uint64_t, int64_t);
   Status (*pref_create)(Pref*);
+  Status (*desc_destroy)(Desc);
+  Status (*layout_destroy)(Layout);
+  Status (*pref_destroy)(Pref);
   Status (*pref_set)(Pref, int, const void*, size_t);
   Status (*heuristic)(LtHandle, Desc, Layout, Layout, Layout, Layout, Pref, int, Heuristic*, int*);
   Status (*matmul)(LtHandle, Desc, const void*, const void*, Layout, const void*, Layout, const void*, const void*,
@@ -170,6 +173,9 @@ int main(int argc, char** argv) {
   bind(lt_lib, "cublasLtMatmulPreferenceSetAttribute", &lt.pref_set);
   bind(lt_lib, "cublasLtMatmulAlgoGetHeuristic", &lt.heuristic);
   bind(lt_lib, "cublasLtMatmul", &lt.matmul);
+  bind(lt_lib, "cublasLtMatmulDescDestroy", &lt.desc_destroy);
+  bind(lt_lib, "cublasLtMatrixLayoutDestroy", &lt.layout_destroy);
+  bind(lt_lib, "cublasLtMatmulPreferenceDestroy", &lt.pref_destroy);
   Blas blas;
   bind(blas_lib, "cublasCreate_v2", &blas.create);
   bind(blas_lib, "cublasSetStream_v2", &blas.set_stream);
@@ -249,6 +255,9 @@ int main(int argc, char** argv) {
       std::printf("%s | %s | %.2f | %.2f | %.2f (#%d) | %d\n", p.layer, t.name, gemm_ex, first, best, best_index,
                   returned);
       std::fflush(stdout);
+      status_check(lt.pref_destroy(pref), "preference destroy");
+      for (Layout l : {a, b, c}) status_check(lt.layout_destroy(l), "layout destroy");
+      status_check(lt.desc_destroy(desc), "desc destroy");
       cuda_check(cudaFreeAsync(x, stream), "free x");
       cuda_check(cudaFreeAsync(w, stream), "free w");
       cuda_check(cudaFreeAsync(y, stream), "free y");
