@@ -1,5 +1,7 @@
 #include "runtime/graph.h"
 
+#include <algorithm>
+#include <iterator>
 #include <memory>
 #include <new>
 #include <utility>
@@ -84,6 +86,12 @@ aotirt_status aotirt_graph::capture(aotirt_handle* handle, Tensor* const* exampl
   if (!graph) return fail(AOTIRT_ERROR_MEMORY, "out of host memory");
   // Static inputs exist before the capture: the graph reads them where they are.
   for (size_t i = 0; i < num_inputs; ++i) AOTIRT_TRY(graph->make_static_input(i, *examples[i]));
+  for (const Tensor* input : graph->inputs_) {
+    const uintptr_t begin = reinterpret_cast<uintptr_t>(input->data());
+    graph->static_ranges_.emplace_back(begin, begin + static_cast<size_t>(input->numel()) * input->itemsize());
+  }
+  std::sort(graph->static_ranges_.begin(), graph->static_ranges_.end());
+  graph->batch_.reserve(num_inputs);
   AOTIRT_TRY(graph->warm_up(warmup));
   graph->constants_version_ = handle->constants_version();
   AOTIRT_TRY(graph->record(feedback, num_feedback));
@@ -248,6 +256,20 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
   return AOTIRT_OK;
 }
 
+bool aotirt_graph::copied_in_batch(const Tensor& source) const {
+  const Storage& storage = *source.storage;
+  if (storage.device_type != AOTIRT_DEVICE_CUDA || storage.device_index != stream_->device || !source.is_contiguous())
+    return false;
+  const uintptr_t begin = reinterpret_cast<uintptr_t>(source.data());
+  const uintptr_t end = begin + static_cast<size_t>(source.numel()) * source.itemsize();
+  // The static inputs never overlap each other: only the last one that
+  // starts before `end` can reach past `begin`.
+  auto starts_at_or_after_end = std::lower_bound(
+      static_ranges_.begin(), static_ranges_.end(), end,
+      [](const std::pair<uintptr_t, uintptr_t>& range, uintptr_t at) { return range.first < at; });
+  return starts_at_or_after_end == static_ranges_.begin() || std::prev(starts_at_or_after_end)->second <= begin;
+}
+
 aotirt_status aotirt_graph::launch() {
   AOTIRT_CUDA_TRY(cudaGraphLaunch(exec_, stream_->handle));
   memory_->launched();
@@ -278,8 +300,21 @@ aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Ten
       if (!inputs[i]) return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is NULL");
       AOTIRT_TRY(check_input(i, *inputs[i]));
     }
-    for (size_t i = 0; i < num_inputs_; ++i)
-      if (!is_same_view(*inputs[i], *inputs_[i])) AOTIRT_TRY(copy_in(i, *inputs[i]));  // else already there
+    // The others first, in order, then the batch: a batched copy reads no
+    // static input, so none of them can see its writes too early, and each
+    // writes its own static input alone.
+    batch_.clear();
+    for (size_t i = 0; i < num_inputs_; ++i) {
+      const Tensor& source = *inputs[i];
+      if (is_same_view(source, *inputs_[i])) continue;  // already there
+      if (!copied_in_batch(source)) {
+        AOTIRT_TRY(copy_in(i, source));
+        continue;
+      }
+      AOTIRT_TRY(use_on(source, stream_.get()));
+      batch_.push_back({inputs_[i]->data(), source.data(), static_cast<size_t>(source.numel()) * source.itemsize()});
+    }
+    AOTIRT_TRY(copy_contiguous_batch(batch_.data(), batch_.size(), stream_.get()));
   }
   AOTIRT_TRY(launch());
   if (outputs)

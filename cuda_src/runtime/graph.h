@@ -13,9 +13,11 @@
 #include <cstdint>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "aotirt/aotirt.h"
+#include "runtime/copy_batch.h"
 #include "runtime/graph_memory.h"
 #include "runtime/handle.h"
 #include "runtime/stream.h"
@@ -70,6 +72,11 @@ struct aotirt_graph {
   aotirt_status instantiate(cudaGraph_t graph, aotirt::CaptureState& state);
   aotirt_status check_input(size_t i, const aotirt::Tensor& source) const;
   aotirt_status copy_in(size_t i, const aotirt::Tensor& source);
+  // Whether a replay copies `source` in with the other inputs in one kernel
+  // (copy_batch.h): a contiguous tensor of the graph's device whose bytes
+  // lie apart from every static input's, so that no batched copy reads what
+  // another one writes.
+  bool copied_in_batch(const aotirt::Tensor& source) const;
   aotirt_status launch();
   // Whether a replay writes `storage` (see outputs_in_use), and how many of
   // the graph's own tensors refer to it. With mutex_ held.
@@ -84,6 +91,10 @@ struct aotirt_graph {
   cudaGraphExec_t exec_ = nullptr;
   std::vector<aotirt::Tensor*> inputs_;   // static inputs, owned
   std::vector<aotirt::Tensor*> outputs_;  // static outputs, owned
+  // The static inputs' bytes, [begin, end) by address, sorted: made once
+  // the static inputs are, for copied_in_batch.
+  std::vector<std::pair<uintptr_t, uintptr_t>> static_ranges_;
+  std::vector<aotirt::ContiguousCopy> batch_;  // a replay's batched copies (kept: no allocation per replay)
   aotirt::Ref<aotirt::GraphMemory> memory_;
   uint64_t constants_version_ = 0;
   // cudaGraphLaunch on one executable graph from two threads at once is not

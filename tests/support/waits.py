@@ -3,7 +3,8 @@
 `count_waits(body, setup)` runs `setup`, resets the counters, runs `body` and
 returns {function name: calls} for every host-blocking CUDA function, counted
 in a fresh interpreter with the counter preloaded. `count_pool_calls` does the
-same for the stream-ordered pool's cudaMallocAsync and cudaFreeAsync.
+same for the stream-ordered pool's cudaMallocAsync and cudaFreeAsync, and
+`count_queued_copies` for cudaMemcpyAsync.
 """
 
 import json
@@ -51,6 +52,11 @@ def count_waits(library, body, setup="", names="waits_names"):
 def count_pool_calls(library, body, setup=""):
     """count_waits of cudaMallocAsync and cudaFreeAsync."""
     return count_waits(library, body, setup, names="pool_call_names")
+
+
+def count_queued_copies(library, body, setup=""):
+    """count_waits of cudaMemcpyAsync."""
+    return count_waits(library, body, setup, names="queued_copy_names")
 
 
 def waits_when_tuned(tmp_path, monkeypatch, mode, setup, body):

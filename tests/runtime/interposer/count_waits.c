@@ -42,6 +42,13 @@ WAITS(COUNTER)
   X(cudaFreeAsync)
 POOL_CALLS(COUNTER)
 
+/* And the stream's queued copies (never a wait either): they tell whether a
+ * graph replay moved its device inputs by cudaMemcpyAsync or in its own
+ * kernel. */
+#define QUEUED_COPIES(X)        \
+  X(cudaMemcpyAsync)
+QUEUED_COPIES(COUNTER)
+
 /* The next definition of `name`. RTLD_NEXT searches the global scope only,
  * and a Python extension's libcudart is loaded locally (until aotirt opens a
  * model and promotes it), so fall back to the loaded runtime and driver. */
@@ -149,11 +156,19 @@ int cudaFreeAsync(void* p, void* stream) {
   return f ? f(p, stream) : NOT_FOUND;
 }
 
+int cudaMemcpyAsync(void* dst, const void* src, size_t n, int kind, void* stream) {
+  atomic_fetch_add(&count_cudaMemcpyAsync, 1);
+  typedef int (*fn)(void*, const void*, size_t, int, void*);
+  fn f = (fn)real("cudaMemcpyAsync");
+  return f ? f(dst, src, n, kind, stream) : NOT_FOUND;
+}
+
 /* Read and reset from the test (through ctypes). */
 long waits_count(const char* name) {
 #define READ(n) if (strcmp(name, #n) == 0) return atomic_load(&count_##n);
   WAITS(READ)
   POOL_CALLS(READ)
+  QUEUED_COPIES(READ)
   return -1;
 }
 
@@ -161,6 +176,7 @@ void waits_reset(void) {
 #define RESET(n) atomic_store(&count_##n, 0);
   WAITS(RESET)
   POOL_CALLS(RESET)
+  QUEUED_COPIES(RESET)
 }
 
 const char* waits_names(void) {
@@ -169,3 +185,5 @@ const char* waits_names(void) {
 }
 
 const char* pool_call_names(void) { return POOL_CALLS(NAME); }
+
+const char* queued_copy_names(void) { return QUEUED_COPIES(NAME); }
