@@ -9,9 +9,11 @@ take more GPU time than its eager calls on the smallest models: sdpa_bf16
 int4_linear_bf16 7.9 against 5.6. A replay of bench/zoo.py copies each input
 into the graph's static input and then launches the graph, so per model
 this times (GPU time per call, bench/gpu_timer.py, the median of 5 batches):
-the eager call; `replay(inputs)` as the zoo times it; `replay()`, the graph
-alone on the static inputs; and the input copies alone (`copy_` of each
-input into its static input, as the replay does them). If the copies
+the eager call; `replay(inputs)` as the zoo times it (since session 30 its
+device inputs go in one kernel, runtime/copy_batch.h); `copy_` of each
+input into its static input and then `replay()`, which is what
+`replay(inputs)` did before (a cudaMemcpyAsync an input); `replay()`, the
+graph alone on the static inputs; and the `copy_`s alone. If the copies
 account for the difference, a replay's inputs are what to make cheaper; if
 the graph alone is slower than the eager call, its launch is.
 
@@ -72,11 +74,16 @@ def probe(name, folder, clock, profile):
         for static, given in zip(statics, inputs):
             static.copy_(given)
 
+    def copies_then_replay():
+        copies()
+        graph.replay()
+
     figures = {
         "eager": per_call_us(clock, lambda: handle.run(inputs)),
         "replay(inputs)": per_call_us(clock, lambda: graph.replay(inputs)),
+        "copy_ each, replay()": per_call_us(clock, copies_then_replay),
         "replay()": per_call_us(clock, lambda: graph.replay()),
-        "input copies": per_call_us(clock, copies),
+        "copy_ each": per_call_us(clock, copies),
     }
     sizes = ", ".join(f"{t.dtype}{list(t.shape)}" for t in inputs)
     print(f"{name}: {len(inputs)} inputs ({sizes}); GPU us per call: " +
