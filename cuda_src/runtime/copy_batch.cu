@@ -13,6 +13,10 @@ namespace {
 using copy_batch::Plan;
 
 constexpr unsigned kThreads = 256;
+// Words each thread loads before it stores any: a chunk of 16-byte words is
+// one round, its loads in flight together.
+constexpr unsigned kUnroll = copy_batch::kChunkBytes / (kThreads * 16);
+static_assert(kUnroll * kThreads * 16 == copy_batch::kChunkBytes, "a chunk of 16-byte words is one round");
 
 struct alignas(2) Word2 {
   uint8_t b[2];
@@ -25,8 +29,16 @@ __device__ void copy_chunk(const ContiguousCopy& copy, size_t begin, size_t end)
   char* dst = static_cast<char*>(copy.dst);
   const char* src = static_cast<const char*>(copy.src);
   const size_t words_end = begin + (end - begin) / sizeof(Word) * sizeof(Word);
-  for (size_t at = begin + threadIdx.x * sizeof(Word); at < words_end; at += kThreads * sizeof(Word))
-    *reinterpret_cast<Word*>(dst + at) = *reinterpret_cast<const Word*>(src + at);
+  constexpr size_t kStride = kThreads * sizeof(Word);
+  for (size_t round = begin + threadIdx.x * sizeof(Word); round < words_end; round += kStride * kUnroll) {
+    Word words[kUnroll];
+#pragma unroll
+    for (unsigned u = 0; u < kUnroll; ++u)
+      if (round + u * kStride < words_end) words[u] = *reinterpret_cast<const Word*>(src + round + u * kStride);
+#pragma unroll
+    for (unsigned u = 0; u < kUnroll; ++u)
+      if (round + u * kStride < words_end) *reinterpret_cast<Word*>(dst + round + u * kStride) = words[u];
+  }
   for (size_t at = words_end + threadIdx.x; at < end; at += kThreads) dst[at] = src[at];
 }
 
@@ -49,6 +61,12 @@ __global__ void __launch_bounds__(kThreads) copy_batch_kernel(const __grid_const
 aotirt_status copy_contiguous_batch(const ContiguousCopy* copies, size_t count, Stream* stream) {
   for (size_t first = 0; first < count; first += copy_batch::kCopiesPerLaunch) {
     const size_t here = count - first < copy_batch::kCopiesPerLaunch ? count - first : copy_batch::kCopiesPerLaunch;
+    if (here == 1) {  // cheaper than a launch (copy_batch.h)
+      const ContiguousCopy& lone = copies[first];
+      if (lone.bytes > 0)
+        AOTIRT_CUDA_TRY(cudaMemcpyAsync(lone.dst, lone.src, lone.bytes, cudaMemcpyDeviceToDevice, stream->handle));
+      continue;
+    }
     Plan plan;
     if (!copy_batch::plan_copies(copies + first, here, &plan))
       return fail(AOTIRT_ERROR_VALUE, "a batch of " + std::to_string(here) +

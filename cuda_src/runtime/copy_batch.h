@@ -2,14 +2,15 @@
 // replay's inputs, copied into its static inputs.
 //
 // Why not a cudaMemcpyAsync each: every one is an operation of its own on
-// the stream, and a device-to-device copy is the copy engine's work between
-// the SMs' kernels, so a replay of N inputs queued N + 1 operations with a
-// hand-over between engines before the graph could start. One kernel moves
-// them all, on the SMs, at their memory bandwidth (bench/probe_replay.py
-// times a replay with its copies, the graph alone and the copies alone).
+// the stream, copy-engine work between the SMs' kernels. Measured on an
+// H100 (bench/runs/s30-h100-check.md, bench/probe_replay.py), a replay of
+// four attention inputs took 29.9 us of GPU time with a cudaMemcpyAsync
+// each and 26.3 with one kernel (of 64 KiB blocks); a replay of two, 15.3
+// and 13.9. But one small input alone was cheaper by cudaMemcpyAsync (7.8
+// against 8.6 us a replay), so a lone copy still goes that way.
 //
 // The plan (which block copies what) is a pure function, checked on the host
-// by tests/runtime/copy_batch_check.cpp; copy_batch.cu launches it.
+// by tests/shims/copy_batch_check.cpp; copy_batch.cu launches it.
 #pragma once
 
 #include <cstddef>
@@ -36,8 +37,10 @@ namespace copy_batch {
 
 // Each block of the kernel copies one chunk of one copy: kChunkBytes, or a
 // copy's last, shorter piece. A multiple of the widest word (16 bytes), so
-// that every chunk of an aligned copy starts aligned.
-constexpr size_t kChunkBytes = size_t(64) << 10;
+// that every chunk of an aligned copy starts aligned. 16 KiB: four 16-byte
+// words a thread of 256, so that a replay's few megabytes spread over the
+// SMs (64 KiB blocks gave sdpa_bf16's 1.75 MB 28 blocks on 132 SMs, 4.7 us).
+constexpr size_t kChunkBytes = size_t(16) << 10;
 // Copies per launch: the launch's parameters hold them by value (a few
 // hundred bytes, far under the 4 KiB every architecture takes).
 constexpr size_t kCopiesPerLaunch = 32;
@@ -95,8 +98,9 @@ AOTIRT_COPY_BATCH_HD size_t word_bytes(const void* dst, const void* src) {
 
 }  // namespace copy_batch
 
-// Queues dst <- src for every one of `copies` on `stream` (one launch for
-// each kCopiesPerLaunch of them; nothing for a copy of 0 bytes). Every dst
+// Queues dst <- src for every one of `copies` on `stream`: one launch for
+// each kCopiesPerLaunch of them, a group of one by cudaMemcpyAsync instead
+// (cheaper for one, above), nothing for a copy of 0 bytes. Every dst
 // must be apart from every src and every other dst: the copies run at once.
 // The stream must already be ordered after each src's producer (use_on).
 aotirt_status copy_contiguous_batch(const ContiguousCopy* copies, size_t count, aotirt_stream* stream);

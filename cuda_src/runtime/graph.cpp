@@ -312,7 +312,8 @@ aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Ten
         continue;
       }
       AOTIRT_TRY(use_on(source, stream_.get()));
-      batch_.push_back({inputs_[i]->data(), source.data(), static_cast<size_t>(source.numel()) * source.itemsize()});
+      const size_t nbytes = static_cast<size_t>(source.numel()) * source.itemsize();
+      if (nbytes > 0) batch_.push_back({inputs_[i]->data(), source.data(), nbytes});
     }
     AOTIRT_TRY(copy_contiguous_batch(batch_.data(), batch_.size(), stream_.get()));
   }
