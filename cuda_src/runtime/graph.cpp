@@ -256,18 +256,78 @@ aotirt_status aotirt_graph::copy_in(size_t i, const Tensor& source) {
   return AOTIRT_OK;
 }
 
-bool aotirt_graph::copied_in_batch(const Tensor& source) const {
+bool aotirt_graph::overlaps_a_static_input(const Tensor& source) const {
   const Storage& storage = *source.storage;
-  if (storage.device_type != AOTIRT_DEVICE_CUDA || storage.device_index != stream_->device || !source.is_contiguous())
+  if (storage.device_type != AOTIRT_DEVICE_CUDA || storage.device_index != stream_->device || source.numel() == 0)
     return false;
-  const uintptr_t begin = reinterpret_cast<uintptr_t>(source.data());
-  const uintptr_t end = begin + static_cast<size_t>(source.numel()) * source.itemsize();
+  // The bytes the view can reach: from its lowest element to its highest.
+  int64_t low = 0, high = 0;
+  for (int64_t d = 0; d < source.ndim; ++d) {
+    const int64_t reach = (source.sizes[d] - 1) * source.strides[d];
+    (reach < 0 ? low : high) += reach;
+  }
+  const int64_t itemsize = static_cast<int64_t>(source.itemsize());
+  const uintptr_t data = reinterpret_cast<uintptr_t>(source.data());
+  const uintptr_t begin = data - static_cast<uintptr_t>(-low * itemsize);
+  const uintptr_t end = data + static_cast<uintptr_t>((high + 1) * itemsize);
   // The static inputs never overlap each other: only the last one that
   // starts before `end` can reach past `begin`.
   auto starts_at_or_after_end = std::lower_bound(
       static_ranges_.begin(), static_ranges_.end(), end,
       [](const std::pair<uintptr_t, uintptr_t>& range, uintptr_t at) { return range.first < at; });
-  return starts_at_or_after_end == static_ranges_.begin() || std::prev(starts_at_or_after_end)->second <= begin;
+  return starts_at_or_after_end != static_ranges_.begin() && std::prev(starts_at_or_after_end)->second > begin;
+}
+
+bool aotirt_graph::copied_in_batch(const Tensor& source) const {
+  const Storage& storage = *source.storage;
+  return storage.device_type == AOTIRT_DEVICE_CUDA && storage.device_index == stream_->device &&
+         source.is_contiguous() && !overlaps_a_static_input(source);
+}
+
+aotirt_status aotirt_graph::copy_inputs(const Tensor* const* inputs) {
+  // The others first, in order, then the batch. No input reads a static
+  // input (copy_inputs_staged sees to it), so no copy can read what another
+  // writes, and each writes its own static input alone.
+  batch_.clear();
+  for (size_t i = 0; i < num_inputs_; ++i) {
+    const Tensor& source = *inputs[i];
+    if (is_same_view(source, *inputs_[i])) continue;  // already there
+    if (!copied_in_batch(source)) {
+      AOTIRT_TRY(copy_in(i, source));
+      continue;
+    }
+    AOTIRT_TRY(use_on(source, stream_.get()));
+    const size_t nbytes = static_cast<size_t>(source.numel()) * source.itemsize();
+    if (nbytes > 0) batch_.push_back({inputs_[i]->data(), source.data(), nbytes});
+  }
+  return copy_contiguous_batch(batch_.data(), batch_.size(), stream_.get());
+}
+
+aotirt_status aotirt_graph::copy_inputs_staged(Tensor* const* inputs) {
+  // An input that reads a static input (another position's, or a view into
+  // one) is read as it is now, before any static input is rewritten: copied
+  // to a scratch tensor first, which the copies then read. Copying in input
+  // order instead would hand a later position what an earlier copy just
+  // wrote, and a swap of two static inputs would lose one. Rare (a static
+  // input fed to another position), so the scratch is allocated here, from
+  // the stream's cache; it goes back there once the copies are queued, and
+  // the stream orders its next user after them.
+  OwnedTensors staged;
+  std::vector<const Tensor*> sources(inputs, inputs + num_inputs_);
+  for (size_t i = 0; i < num_inputs_; ++i) {
+    const Tensor& source = *inputs[i];
+    if (is_same_view(source, *inputs_[i]) || !overlaps_a_static_input(source)) continue;
+    StorageRef storage;
+    AOTIRT_TRY(allocate_storage(static_cast<size_t>(source.numel()) * source.itemsize(), AOTIRT_DEVICE_CUDA,
+                                stream_->device, stream_, &storage));
+    Tensor* scratch = nullptr;
+    AOTIRT_TRY(make_tensor(std::move(storage), source.ndim, source.sizes, nullptr, 0, source.dtype, stream_, &scratch));
+    staged.items.push_back(scratch);
+    AOTIRT_TRY(use_on(source, stream_.get()));
+    AOTIRT_TRY(copy_device_to_device(*scratch, source, stream_.get()));
+    sources[i] = scratch;
+  }
+  return copy_inputs(sources.data());
 }
 
 aotirt_status aotirt_graph::launch() {
@@ -300,22 +360,10 @@ aotirt_status aotirt_graph::replay(Tensor* const* inputs, size_t num_inputs, Ten
       if (!inputs[i]) return fail(AOTIRT_ERROR_VALUE, "input " + std::to_string(i) + " is NULL");
       AOTIRT_TRY(check_input(i, *inputs[i]));
     }
-    // The others first, in order, then the batch: a batched copy reads no
-    // static input, so none of them can see its writes too early, and each
-    // writes its own static input alone.
-    batch_.clear();
-    for (size_t i = 0; i < num_inputs_; ++i) {
-      const Tensor& source = *inputs[i];
-      if (is_same_view(source, *inputs_[i])) continue;  // already there
-      if (!copied_in_batch(source)) {
-        AOTIRT_TRY(copy_in(i, source));
-        continue;
-      }
-      AOTIRT_TRY(use_on(source, stream_.get()));
-      const size_t nbytes = static_cast<size_t>(source.numel()) * source.itemsize();
-      if (nbytes > 0) batch_.push_back({inputs_[i]->data(), source.data(), nbytes});
-    }
-    AOTIRT_TRY(copy_contiguous_batch(batch_.data(), batch_.size(), stream_.get()));
+    bool reads_a_static_input = false;
+    for (size_t i = 0; i < num_inputs_ && !reads_a_static_input; ++i)
+      reads_a_static_input = !is_same_view(*inputs[i], *inputs_[i]) && overlaps_a_static_input(*inputs[i]);
+    AOTIRT_TRY(reads_a_static_input ? copy_inputs_staged(inputs) : copy_inputs(inputs));
   }
   AOTIRT_TRY(launch());
   if (outputs)

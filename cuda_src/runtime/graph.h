@@ -72,11 +72,19 @@ struct aotirt_graph {
   aotirt_status instantiate(cudaGraph_t graph, aotirt::CaptureState& state);
   aotirt_status check_input(size_t i, const aotirt::Tensor& source) const;
   aotirt_status copy_in(size_t i, const aotirt::Tensor& source);
+  // Whether `source` is a tensor of the graph's device that can reach a
+  // byte of a static input (a static input itself, or a view into one).
+  bool overlaps_a_static_input(const aotirt::Tensor& source) const;
   // Whether a replay copies `source` in with the other inputs in one kernel
   // (copy_batch.h): a contiguous tensor of the graph's device whose bytes
   // lie apart from every static input's, so that no batched copy reads what
   // another one writes.
   bool copied_in_batch(const aotirt::Tensor& source) const;
+  // A replay's input copies, where no input overlaps a static input but
+  // the one it is (is_same_view); and where some do, which are read into
+  // scratch first.
+  aotirt_status copy_inputs(const aotirt::Tensor* const* inputs);
+  aotirt_status copy_inputs_staged(aotirt::Tensor* const* inputs);
   aotirt_status launch();
   // Whether a replay writes `storage` (see outputs_in_use), and how many of
   // the graph's own tensors refer to it. With mutex_ held.

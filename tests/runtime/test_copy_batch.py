@@ -4,8 +4,9 @@ Graph.replay(inputs) copies each input into its static input. Contiguous
 inputs of the graph's device, apart from every static input, go in one
 kernel launch where there are two or more of them (a lone one by
 cudaMemcpyAsync, which was measured cheaper for one); the rest (host
-arrays, strided views, an input that is another position's static input)
-are copied one by one first, as before.
+arrays, strided views) are copied one by one first, as before. An input
+that reads a static input (another position's) is read as it is when the
+replay is called: copied to scratch before any static input is rewritten.
 Every replay here is compared exactly with an eager run of the same inputs
 (add_mul has no atomics).
 """
@@ -80,6 +81,36 @@ def test_an_input_that_is_another_static_input_is_read_before_it_is_rewritten(ad
         np.testing.assert_array_equal(out, add_mul.run([b, d, c])[0].numpy())
         np.testing.assert_array_equal(g.inputs[0].numpy(), b)
         np.testing.assert_array_equal(g.inputs[1].numpy(), d)
+
+
+@pytest.mark.gpu
+def test_two_static_inputs_swapped_are_both_read_before_either_is_rewritten(add_mul):
+    rng = np.random.default_rng(3)
+    with add_mul.capture(arrays(rng)) as g:
+        a, b, c = arrays(rng)
+        g.replay([a, b, c])
+        # Inputs 0 and 2 swapped (add_mul is a * b + c: not symmetric in them).
+        # Copied in input order, static input 0 would take c and input 2
+        # would then read c back from it.
+        out = g.replay([g.inputs[2], g.inputs[1], g.inputs[0]])[0].numpy()
+        np.testing.assert_array_equal(out, add_mul.run([c, b, a])[0].numpy())
+        np.testing.assert_array_equal(g.inputs[0].numpy(), c)
+        np.testing.assert_array_equal(g.inputs[2].numpy(), a)
+
+
+@pytest.mark.gpu
+def test_a_static_input_at_a_later_position_is_read_before_its_own_is_rewritten(add_mul):
+    rng = np.random.default_rng(4)
+    with add_mul.capture(arrays(rng)) as g:
+        a, b, c = arrays(rng)
+        g.replay([a, b, c])
+        # Input 0 is a host array (copied one by one), input 1 is static
+        # input 0, which still holds a: input 1 is a, not the new array.
+        d = arrays(rng, 1)[0]
+        out = g.replay([d, g.inputs[0], aotirt.asarray(c, device=0)])[0].numpy()
+        np.testing.assert_array_equal(out, add_mul.run([d, a, c])[0].numpy())
+        np.testing.assert_array_equal(g.inputs[0].numpy(), d)
+        np.testing.assert_array_equal(g.inputs[1].numpy(), a)
 
 
 @pytest.fixture(scope="module")
