@@ -74,7 +74,9 @@ cdef class Graph:
             a host array, a DLPack or CUDA-array-interface object) must have
             the captured dtype and shape (ValueError naming the input) and is
             copied into the static input on the handle's stream, ordered
-            after its producer, without a host wait.
+            after its producer, without a host wait. Each is read as it is
+            at the call: a static input passed at another position gives
+            the value it holds now, not what this replay copies into it.
 
         Returns
         -------
