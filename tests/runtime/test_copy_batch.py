@@ -83,34 +83,30 @@ def test_an_input_that_is_another_static_input_is_read_before_it_is_rewritten(ad
         np.testing.assert_array_equal(g.inputs[1].numpy(), d)
 
 
+# Static inputs fed back at other positions, each case (the replay's inputs,
+# the values they hold at the call) from the last replay's a, b, c and a new d.
+FED_BACK = {
+    # Inputs 0 and 2 swapped (a * b + c is not symmetric in them). Copied in
+    # input order, static input 0 would take c and input 2 then read c back.
+    "swapped": lambda g, a, b, c, d: ([g.inputs[2], g.inputs[1], g.inputs[0]], [c, b, a]),
+    # A host array at position 0 (copied one by one), then static input 0,
+    # which still holds a: position 1 is a, not the new array.
+    "behind its own position": lambda g, a, b, c, d: ([d, g.inputs[0], aotirt.asarray(c, device=0)], [d, a, c]),
+}
+
+
 @pytest.mark.gpu
-def test_two_static_inputs_swapped_are_both_read_before_either_is_rewritten(add_mul):
+@pytest.mark.parametrize("case", sorted(FED_BACK))
+def test_static_inputs_fed_to_other_positions_are_read_as_they_are_at_the_call(add_mul, case):
     rng = np.random.default_rng(3)
     with add_mul.capture(arrays(rng)) as g:
-        a, b, c = arrays(rng)
+        a, b, c, d = arrays(rng, 4)
         g.replay([a, b, c])
-        # Inputs 0 and 2 swapped (add_mul is a * b + c: not symmetric in them).
-        # Copied in input order, static input 0 would take c and input 2
-        # would then read c back from it.
-        out = g.replay([g.inputs[2], g.inputs[1], g.inputs[0]])[0].numpy()
-        np.testing.assert_array_equal(out, add_mul.run([c, b, a])[0].numpy())
-        np.testing.assert_array_equal(g.inputs[0].numpy(), c)
-        np.testing.assert_array_equal(g.inputs[2].numpy(), a)
-
-
-@pytest.mark.gpu
-def test_a_static_input_at_a_later_position_is_read_before_its_own_is_rewritten(add_mul):
-    rng = np.random.default_rng(4)
-    with add_mul.capture(arrays(rng)) as g:
-        a, b, c = arrays(rng)
-        g.replay([a, b, c])
-        # Input 0 is a host array (copied one by one), input 1 is static
-        # input 0, which still holds a: input 1 is a, not the new array.
-        d = arrays(rng, 1)[0]
-        out = g.replay([d, g.inputs[0], aotirt.asarray(c, device=0)])[0].numpy()
-        np.testing.assert_array_equal(out, add_mul.run([d, a, c])[0].numpy())
-        np.testing.assert_array_equal(g.inputs[0].numpy(), d)
-        np.testing.assert_array_equal(g.inputs[1].numpy(), a)
+        given, meant = FED_BACK[case](g, a, b, c, d)
+        out = g.replay(given)[0].numpy()
+        np.testing.assert_array_equal(out, add_mul.run(meant)[0].numpy())
+        for static, value in zip(g.inputs, meant):
+            np.testing.assert_array_equal(static.numpy(), value)
 
 
 @pytest.fixture(scope="module")
