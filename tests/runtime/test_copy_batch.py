@@ -91,7 +91,7 @@ FED_BACK = {
     "swapped": lambda g, a, b, c, d: ([g.inputs[2], g.inputs[1], g.inputs[0]], [c, b, a]),
     # A host array at position 0 (copied one by one), then static input 0,
     # which still holds a: position 1 is a, not the new array.
-    "behind its own position": lambda g, a, b, c, d: ([d, g.inputs[0], aotirt.asarray(c, device=0)], [d, a, c]),
+    "behind_its_own_position": lambda g, a, b, c, d: ([d, g.inputs[0], aotirt.asarray(c, device=0)], [d, a, c]),
 }
 
 
