@@ -279,15 +279,18 @@ bool aotirt_graph::overlaps_a_static_input(const Tensor& source) const {
 }
 
 bool aotirt_graph::copied_in_batch(const Tensor& source) const {
+  // No overlap test here: replay has already made every input copy_inputs
+  // sees lie apart from the static inputs (copy_inputs_staged).
   const Storage& storage = *source.storage;
   return storage.device_type == AOTIRT_DEVICE_CUDA && storage.device_index == stream_->device &&
-         source.is_contiguous() && !overlaps_a_static_input(source);
+         source.is_contiguous();
 }
 
 aotirt_status aotirt_graph::copy_inputs(const Tensor* const* inputs) {
-  // The others first, in order, then the batch. No input reads a static
-  // input (copy_inputs_staged sees to it), so no copy can read what another
-  // writes, and each writes its own static input alone.
+  // The others first, in order, then the batch. No input here reads a
+  // static input but the one it is (replay checked; copy_inputs_staged
+  // reads those into scratch), so no copy can read what another writes,
+  // and each writes its own static input alone.
   batch_.clear();
   for (size_t i = 0; i < num_inputs_; ++i) {
     const Tensor& source = *inputs[i];

@@ -76,9 +76,9 @@ struct aotirt_graph {
   // byte of a static input (a static input itself, or a view into one).
   bool overlaps_a_static_input(const aotirt::Tensor& source) const;
   // Whether a replay copies `source` in with the other inputs in one kernel
-  // (copy_batch.h): a contiguous tensor of the graph's device whose bytes
-  // lie apart from every static input's, so that no batched copy reads what
-  // another one writes.
+  // (copy_batch.h): a contiguous tensor of the graph's device. Asked only of
+  // inputs whose bytes lie apart from every static input's (replay sees to
+  // it), so that no batched copy reads what another one writes.
   bool copied_in_batch(const aotirt::Tensor& source) const;
   // A replay's input copies, where no input overlaps a static input but
   // the one it is (is_same_view); and where some do, which are read into
