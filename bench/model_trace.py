@@ -1,5 +1,5 @@
-"""Where a zoo model's GPU time goes: aotirt against torch's AOTI runner on
-the same library, every GPU activity (kernels, copies, memsets) of one batch
+"""Where a zoo model's GPU time goes: aotirt against torch's AOTI runner
+(run_single_threaded, the zoo's anchor) on the same library, every GPU activity (kernels, copies, memsets) of one batch
 of calls, read by torch's profiler (CUPTI), each runner in its own process.
 
     python3 bench/model_trace.py --only resnet18,mobilenet_v2 [--out FILE]
@@ -30,7 +30,8 @@ measured times).
 The aotirt process imports torch for its profiler only: the model still
 runs through aotirt alone (Python opens torch's libraries RTLD_LOCAL, so the
 model library's aoti_torch_* references bind to libaotirt's). One JSON row
-per model on stdout (and appended to --out).
+per model on stdout (and appended to --out), and a one-line summary of
+it on stderr, for a log of which only the tail is read.
 """
 
 import argparse
@@ -80,7 +81,12 @@ def open_side(side, folder, scratch):
     from gpu_timer import TorchClock
 
     inputs = zoo_check.torch_inputs(folder, meta)
-    runner, _so = torch_runner.open_runner(package, scratch)
+    # run_single_threaded: the runner whose GPU figure the zoo's target
+    # compares with. Its default run() queued resnet18 at 474 us where this
+    # one queued it at 345 (session 31's zoo), host-bound even behind the
+    # spin, and under the profiler more so: the idle time read from it was
+    # the host's, not the GPU's.
+    runner, _so = torch_runner.open_runner(package, scratch, single_threaded=True)
     return (lambda: runner.run(inputs)), TorchClock()
 
 
@@ -196,6 +202,21 @@ def differences(ours_trace, theirs_trace, table=by_name, labels=("aotirt", "torc
     return rows[:LISTED_DIFFERENCES]
 
 
+def summary_line(row):
+    """One short line of a row's per-call figures, for a log whose tail is
+    all that comes back: each side's time in activities (busy) and between
+    them (idle), and which side's queue ran dry behind the spin."""
+    sides = [k for k, v in row.items() if isinstance(v, dict) and "busy_us_per_call" in v]
+    if "error" in row or not sides:
+        return f"{row['model']}: {row.get('error', 'no trace')}"
+    parts = [f"{side} busy {row[side]['busy_us_per_call']} idle {row[side]['idle_us_per_call']}"
+             + (" (host-bound)" if row[side].get("host_bound") else "") for side in sides]
+    listed = row.get("differences") or row.get("recorded_differences") or []
+    top = "; ".join(f"{d['name'][:48]} {d['diff_us']:+}" for d in listed[:3])
+    tail = f" | largest kernel differences: {top}" if top else ""
+    return f"{row['model']}: GPU us per call: " + ", ".join(parts) + tail
+
+
 def side_env(side, tune, choices):
     """The environment of `side`'s process: this one's, but the untuned
     sides without AOTIRT_CUDNN_TUNE, and the tuned ones with the mode
@@ -276,6 +297,7 @@ def main():
             row = {"case": case, "model": name, "error": str(error)}
         line = json.dumps(row)
         print(line, flush=True)
+        print(summary_line(row), file=sys.stderr, flush=True)
         if args.out:
             with open(args.out, "a") as f:
                 f.write(line + "\n")

@@ -73,3 +73,17 @@ def test_recorded_choices_count_the_tuning_files_lines(tmp_path):
 def test_an_unknown_tuning_mode_is_refused_before_anything_runs(monkeypatch, capsys):
     monkeypatch.setattr(trace, "run_side", lambda *a: pytest.fail("traced a side"))
     assert "invalid choice" in usage_error(trace.main, ["model_trace.py", "--tune", "2"], monkeypatch, capsys)
+
+
+def test_the_summary_line_gives_each_sides_busy_and_idle_time_and_the_largest_differences():
+    row = {"case": "model_trace", "model": "resnet18",
+           "aotirt": {"busy_us_per_call": 277.13, "idle_us_per_call": 66.38, "host_bound": False},
+           "torch": {"busy_us_per_call": 274.24, "idle_us_per_call": 70.5, "host_bound": True},
+           "differences": [{"name": "triton_poi_fused_convolution_19", "diff_us": 0.63},
+                           {"name": "gemmSN_TN_kernel", "diff_us": -0.5}],
+           "gap_differences": []}
+    line = trace.summary_line(row)
+    assert line.startswith("resnet18: GPU us per call: aotirt busy 277.13 idle 66.38, torch busy 274.24 idle 70.5 (host-bound)")
+    assert line.endswith("largest kernel differences: triton_poi_fused_convolution_19 +0.63; gemmSN_TN_kernel -0.5")
+    assert trace.summary_line({"case": "model_trace", "model": "gpt2_f16", "error": "torch trace failed (1)"}) == \
+        "gpt2_f16: torch trace failed (1)"
