@@ -57,6 +57,10 @@
 # AOTIRT_ZOO_ONLY=a,b compiles and tests only those zoo models (a partial
 # check for a short device budget, named in the summary line), e.g.
 #   AOTIRT_ZOO_ONLY=int4_decode_bf16 scripts/gpu-check.sh --tests-only tests/aoti/test_aoti_zoo_gpu.py
+# A test outside the zoo that reads another compiled model (tests/python's
+# mlp, tests/runtime's mlp_blob) compiles that one when it asks
+# (tests/aoti/test_aoti_models.py's model_folder); issue 4's CUDA models
+# use max autotune, minutes each.
 # AOTIRT_BENCH_QUICK=1 makes the op and zoo benchmarks shorter.
 # AOTIRT_ZOO_JOBS=N compiles N zoo models at a time (default 8); with
 # AOTIRT_BUILD_JOBS=6 beside it, AOTIRT_ZOO_JOBS=10 had a fresh 16-core H200

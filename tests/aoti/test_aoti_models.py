@@ -14,6 +14,7 @@ float16 and bfloat16 1e-2 (their own rounding); integer and bool outputs
 exactly.
 """
 
+import fcntl
 import json
 import os
 import subprocess
@@ -37,32 +38,54 @@ TOLERANCE = {"float32": 1e-4, "float16": 1e-2, "bfloat16": 1e-2}
 _roots = {}
 
 
-def compiled(device):
-    """The cache folder of `device`'s models, compiling what is missing."""
-    if device not in _roots:
-        python = torch_python()
-        if python is None:
-            pytest.skip("no Python with torch to compile AOTInductor models "
-                        "(set AOTIRT_TORCH_PYTHON, or run make torch-venv)")
-        # AOTIRT_ZOO_ONLY=a,b (scripts/gpu-check.sh): those models alone, for a partial check.
-        only = os.environ.get("AOTIRT_ZOO_ONLY")
+def build(device, only=None):
+    """Compiles `device`'s models (those named in `only`, comma-separated,
+    or all), keeping what is built already; returns their cache folder."""
+    python = torch_python()
+    if python is None:
+        pytest.skip("no Python with torch to compile AOTInductor models "
+                    "(set AOTIRT_TORCH_PYTHON, or run make torch-venv)")
+    # One build at a time: pytest-xdist's workers each ask, and two builds
+    # of one model would write one folder at once. A later one finds the
+    # models built and takes them as they are.
+    os.makedirs(CACHE, exist_ok=True)
+    with open(os.path.join(CACHE, f".build-{device}.lock"), "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
         proc = subprocess.run([python, BUILD, "--device", device, "--cache", CACHE, "--jobs", "8"]
                               + (["--only", only] if only else []), capture_output=True, text=True, timeout=3000)
-        lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("cache: ")]
-        if not lines:
-            pytest.fail(f"building the {device} models failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
-        _roots[device] = lines[-1].split()[1]
+    lines = [ln for ln in proc.stdout.splitlines() if ln.startswith("cache: ")]
+    if not lines:
+        pytest.fail(f"building the {device} models failed:\n{proc.stdout}\n{proc.stderr[-4000:]}")
+    return lines[-1].split()[1]
+
+
+def partial_zoo():
+    """AOTIRT_ZOO_ONLY's model names (scripts/gpu-check.sh's partial check), or []."""
+    return [name for name in os.environ.get("AOTIRT_ZOO_ONLY", "").split(",") if name]
+
+
+def compiled(device):
+    """The cache folder of `device`'s models, compiling what is missing
+    (in a partial check, its zoo models alone)."""
+    if device not in _roots:
+        _roots[device] = build(device, ",".join(partial_zoo()) or None)
     return _roots[device]
 
 
 def model_folder(name, device):
     folder = os.path.join(compiled(device), name)
-    if not os.path.exists(os.path.join(folder, "meta.json")):
+    meta_path = os.path.join(folder, "meta.json")
+    if not os.path.exists(meta_path) and partial_zoo() and name not in partial_zoo():
+        # A partial check built its zoo models alone; a test outside the zoo
+        # (tests/python, tests/runtime) still reads its own model: built now.
+        folder = os.path.join(build(device, name), name)
+        meta_path = os.path.join(folder, "meta.json")
+    if not os.path.exists(meta_path):
         log = os.path.join(CACHE, f"{name}.{device}.log")
         text = open(log).read()[-4000:] if os.path.exists(log) else \
             "(no log: not built yet; tests/aoti/build.py prints why)"
         pytest.fail(f"{name} did not compile for {device}:\n{text}")
-    with open(os.path.join(folder, "meta.json")) as f:
+    with open(meta_path) as f:
         return folder, json.load(f)
 
 
