@@ -120,11 +120,25 @@ def trace_side(side, folder):
                         and e["ts"] >= last_spin_end)
     # Work queued besides the kernels (event records and waits, stream-ordered
     # allocations) shows in the host's calls.
-    api = collections.Counter(e["name"] for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    api = collections.Counter(api_call_name(e) for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
             "recorded_choices": recorded_choices(os.environ["AOTIRT_CACHE"]) if side in (MEASURING, RECORDED) else None,
             "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
             "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
+
+
+def api_call_name(event):
+    """A host CUDA call's name in the trace. The profiler names a call it has
+    no name for "INVALID" (session 33: 17 of them per call of mobilenet_v2 in
+    aotirt's process, one per depthwise convolution, none in torch's), so
+    such a call is named by its API and CUPTI callback id instead, which
+    CUPTI's cupti_runtime_cbid.h and cupti_driver_cbid.h turn into a name."""
+    name = event.get("name") or "INVALID"
+    cbid = (event.get("args") or {}).get("cbid")
+    if name != "INVALID" or cbid is None:
+        return name
+    api = "driver" if event.get("cat") == "cuda_driver" else "runtime"
+    return f"INVALID ({api} callback {cbid})"
 
 
 def recorded_choices(cache):

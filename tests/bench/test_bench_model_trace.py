@@ -87,3 +87,14 @@ def test_the_summary_line_gives_each_sides_busy_and_idle_time_and_the_largest_di
     assert line.endswith("largest kernel differences: triton_poi_fused_convolution_19 +0.63; gemmSN_TN_kernel -0.5")
     assert trace.summary_line({"case": "model_trace", "model": "gpt2_f16", "error": "torch trace failed (1)"}) == \
         "gpt2_f16: torch trace failed (1)"
+
+
+def test_a_call_the_profiler_cannot_name_is_named_by_its_callback_id():
+    named = {"name": "cudaLaunchKernel", "cat": "cuda_runtime", "args": {"cbid": 211}}
+    assert trace.api_call_name(named) == "cudaLaunchKernel"
+    assert trace.api_call_name({"name": "INVALID", "cat": "cuda_driver", "args": {"cbid": 307}}) == \
+        "INVALID (driver callback 307)"
+    assert trace.api_call_name({"name": "INVALID", "cat": "cuda_runtime", "args": {"cbid": 430}}) == \
+        "INVALID (runtime callback 430)"
+    # Without an id there is nothing better to say.
+    assert trace.api_call_name({"name": "INVALID", "cat": "cuda_runtime"}) == "INVALID"
