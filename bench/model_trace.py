@@ -58,6 +58,7 @@ PROFILED_BATCHES = 3
 # which left its idle time between kernels unread.
 PROFILED_SPIN_MARGIN = 6.0
 GPU_CATEGORIES = ("kernel", "gpu_memcpy", "gpu_memset")
+API_CATEGORIES = ("cuda_runtime", "cuda_driver")  # the host's CUDA calls
 LISTED_DIFFERENCES = 12
 TUNE_MODES = ("1", "wide")  # AOTIRT_CUDNN_TUNE's tuned modes (cuda_src/shims/libs/cudnn_tuning.h)
 UNTUNED, MEASURING, RECORDED = "aotirt", "aotirt tuned, measuring", "aotirt tuned, recorded"
@@ -120,7 +121,7 @@ def trace_side(side, folder):
                         and e["ts"] >= last_spin_end)
     # Work queued besides the kernels (event records and waits, stream-ordered
     # allocations) shows in the host's calls.
-    api = collections.Counter(api_call_name(e) for e in events if e.get("cat") in ("cuda_runtime", "cuda_driver"))
+    api = collections.Counter(api_call_name(e) for e in events if e.get("cat") in API_CATEGORIES)
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
             "recorded_choices": recorded_choices(os.environ["AOTIRT_CACHE"]) if side in (MEASURING, RECORDED) else None,
             "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
@@ -137,8 +138,7 @@ def api_call_name(event):
     cbid = (event.get("args") or {}).get("cbid")
     if name != "INVALID" or cbid is None:
         return name
-    api = "driver" if event.get("cat") == "cuda_driver" else "runtime"
-    return f"INVALID ({api} callback {cbid})"
+    return f"INVALID ({event['cat'].removeprefix('cuda_')} callback {cbid})"
 
 
 def recorded_choices(cache):
