@@ -4,6 +4,7 @@ of calls, read by torch's profiler (CUPTI), each runner in its own process.
 
     python3 bench/model_trace.py --only resnet18,mobilenet_v2 [--out FILE]
     python3 bench/model_trace.py --only mobilenet_v2 --tune 1 [--out FILE]
+    python3 bench/model_trace.py --only resnet18 --adopted [--out FILE]
 
 A diagnostic for the zoo table's `GPU us` columns, not a benchmark: the
 profiler slows the host, so only the GPU's side is read. The batch is queued
@@ -26,6 +27,15 @@ kernels whose count or time moves, and the idle time after them, say
 which engines or which work between them make that. The tuned sides'
 debug log gives each layer's choice ("kept" or "chose", with the
 measured times).
+
+With --adopted the row adds a third side: aotirt on a stream it adopts
+(a torch stream), which has no block cache, so each of the model's
+tensors is a cudaMallocAsync from the device's pool and a cudaFreeAsync
+back. Session 33 found aotirt's Triton kernels that read a convolution's
+output slower than the same kernels under torch's runner, with the same
+launches: if the adopted side's kernels run at torch's times, the block
+cache's choice of blocks is the cause (PYTORCH_CUDA_ALLOC_CONF=
+backend:cudaMallocAsync puts torch's side on the pool too).
 
 The aotirt process imports torch for its profiler only: the model still
 runs through aotirt alone (Python opens torch's libraries RTLD_LOCAL, so the
@@ -62,6 +72,7 @@ API_CATEGORIES = ("cuda_runtime", "cuda_driver")  # the host's CUDA calls
 LISTED_DIFFERENCES = 12
 TUNE_MODES = ("1", "wide")  # AOTIRT_CUDNN_TUNE's tuned modes (cuda_src/shims/libs/cudnn_tuning.h)
 UNTUNED, MEASURING, RECORDED = "aotirt", "aotirt tuned, measuring", "aotirt tuned, recorded"
+ADOPTED = "aotirt adopted stream"
 CHOICE_LINE = "cuDNN tuning measured"  # the debug log's line of each choice (cudnn_measure.h)
 LISTED_CHOICES = 80
 
@@ -76,8 +87,14 @@ def open_side(side, folder, scratch):
         import aotirt
         from gpu_timer import AotirtClock
 
-        handle, inputs = aotirt.load(package), zoo_check.aotirt_inputs(folder, meta)
-        return (lambda: handle.run(inputs)), AotirtClock()
+        stream = None
+        if side == ADOPTED:
+            import torch  # already imported for the profiler
+
+            stream = aotirt.Stream.from_external(torch.cuda.Stream(device=0))
+        handle = aotirt.load(package, stream=stream)
+        inputs = zoo_check.aotirt_inputs(folder, meta, stream=stream)
+        return (lambda: handle.run(inputs)), AotirtClock(stream)
     import torch_runner
     from gpu_timer import TorchClock
 
@@ -259,13 +276,19 @@ def run_side(side, folder, tune=None, choices=None):
     return trace
 
 
-def compare_runners(folder):
-    """The row's figures of aotirt against torch's runner."""
-    traces = {side: run_side(side, folder) for side in ("aotirt", "torch")}
-    return {**{side: summarise(trace) for side, trace in traces.items()},
-            "differences": differences(traces["aotirt"], traces["torch"]),
-            "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
-            "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+def compare_runners(folder, adopted=False):
+    """The row's figures of aotirt against torch's runner (and, with
+    `adopted`, of aotirt on an adopted stream against both)."""
+    sides = ("aotirt", "torch") + ((ADOPTED,) if adopted else ())
+    traces = {side: run_side(side, folder) for side in sides}
+    row = {**{side: summarise(trace) for side, trace in traces.items()},
+           "differences": differences(traces["aotirt"], traces["torch"]),
+           "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
+           "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+    if adopted:
+        row["adopted_differences"] = differences(traces[ADOPTED], traces["aotirt"], labels=("adopted", "aotirt"))
+        row["adopted_torch_differences"] = differences(traces[ADOPTED], traces["torch"], labels=("adopted", "torch"))
+    return row
 
 
 def compare_tuning(folder, tune):
@@ -292,7 +315,9 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--tune", choices=TUNE_MODES,
                         help="compare aotirt untuned with aotirt tuned in this mode (measuring, then recorded)")
-    parser.add_argument("--side", choices=("aotirt", "torch", MEASURING, RECORDED), help=argparse.SUPPRESS)
+    parser.add_argument("--adopted", action="store_true",
+                        help="add aotirt on an adopted stream (no block cache: every tensor from the pool)")
+    parser.add_argument("--side", choices=("aotirt", "torch", MEASURING, RECORDED, ADOPTED), help=argparse.SUPPRESS)
     parser.add_argument("--folder", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.side:
@@ -305,7 +330,7 @@ def main():
         folder = os.path.join(root, name)
         case = "model_trace_tuning" if args.tune else "model_trace"
         try:
-            figures = compare_tuning(folder, args.tune) if args.tune else compare_runners(folder)
+            figures = compare_tuning(folder, args.tune) if args.tune else compare_runners(folder, args.adopted)
             row = {"case": case, "model": name, **figures}
         except (RuntimeError, OSError, ValueError, subprocess.TimeoutExpired) as error:
             row = {"case": case, "model": name, "error": str(error)}

@@ -98,3 +98,27 @@ def test_a_call_the_profiler_cannot_name_is_named_by_its_callback_id():
         "INVALID (runtime callback 430)"
     # Without an id there is nothing better to say.
     assert trace.api_call_name({"name": "INVALID", "cat": "cuda_runtime"}) == "INVALID"
+
+
+def test_the_adopted_stream_side_runs_on_its_own_and_is_compared_with_both(monkeypatch):
+    monkeypatch.setattr(trace, "CALLS", 1)
+    kernels = {"aotirt": (("conv", 0, 5), ("relu", 6, 2)), "torch": (("conv", 0, 5), ("relu", 6, 1)),
+               trace.ADOPTED: (("conv", 0, 5), ("relu", 6, 1.5))}
+    ran = []
+
+    def fake_run_side(side, folder):
+        ran.append(side)
+        return {**activities(*kernels[side]), "events_gpu_us_per_call": 8.0, "host_bound": False,
+                "api_calls_per_call": {}}
+
+    monkeypatch.setattr(trace, "run_side", fake_run_side)
+    assert "adopted_differences" not in trace.compare_runners("/models/resnet18")
+    assert ran == ["aotirt", "torch"]
+    ran.clear()
+    row = trace.compare_runners("/models/resnet18", adopted=True)
+    assert ran == ["aotirt", "torch", trace.ADOPTED]
+    assert row[trace.ADOPTED]["busy_us_per_call"] == 6.5
+    assert row["adopted_differences"][0] == {"name": "relu", "adopted_count": 1, "aotirt_count": 1,
+                                             "adopted_us": 1.5, "aotirt_us": 2.0, "diff_us": -0.5}
+    assert row["adopted_torch_differences"][0]["diff_us"] == 0.5
+    assert f"{trace.ADOPTED} busy 6.5" in trace.summary_line({"model": "resnet18", **row})
