@@ -16,9 +16,12 @@ GraphMemory::~GraphMemory() {
   // memory is gone with the context anyway.
   Stream& launch = *launch_stream_;
   for (const Kept& k : kept_) {
-    k.stream->order_before_quietly(&launch);
-    for (const StreamRef& user : k.users) user->order_before_quietly(&launch);
-    (void)cudaFreeAsync(k.data, launch.handle);
+    // The block is part of a segment of its stream's cache (block_cache.h):
+    // it goes back there, once that stream has waited for the graph's last
+    // launch and for every other stream that used it.
+    launch.order_before_quietly(k.stream.get());
+    for (const StreamRef& user : k.users) user->order_before_quietly(k.stream.get());
+    k.stream->recycle_block(k.data);
   }
   // A graph allocation exists only from the graph's first launch on; before
   // that there is nothing to free (and freeing would be an error).

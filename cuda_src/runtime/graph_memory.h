@@ -51,7 +51,8 @@ class GraphMemory : public RefCounted {
   // launches (the static outputs). Automatic graphs report it.
   size_t live_bytes();
   // Pool memory of `stream`, made before the capture and let go during it:
-  // freed once the graph is gone, after `stream` and `users` are done too.
+  // back to `stream` (its cache) once the graph is gone, after the graph's
+  // launches and `users` are done with it.
   void keep(void* data, StreamRef stream, std::vector<StreamRef> users);
   // The graph was launched: its live allocations exist from now on.
   void launched() { launched_.store(true, std::memory_order_release); }

@@ -71,17 +71,17 @@ aotirt_stream::~aotirt_stream() {
   if (release) release(release_ctx);
 }
 
-void aotirt_stream::recycle_block(void* block, size_t rounded) {
-  std::vector<void*> evicted;
+void aotirt_stream::recycle_block(void* block) {
+  std::vector<void*> released;
   aotirt::BlockCache* kept_by = cache();
-  if (!kept_by || !kept_by->give(block, rounded, &evicted)) cudaFreeAsync(block, handle);
-  for (void* old : evicted) cudaFreeAsync(old, handle);
+  if (!kept_by || !kept_by->give(block, &released)) cudaFreeAsync(block, handle);
+  for (void* segment : released) cudaFreeAsync(segment, handle);
 }
 
 void aotirt_stream::release_cached_blocks() {
-  std::vector<void*> blocks;
-  cache_.take_all(&blocks);
-  for (void* block : blocks) cudaFreeAsync(block, handle);
+  std::vector<void*> segments;
+  cache_.release_free_segments(&segments);
+  for (void* segment : segments) cudaFreeAsync(segment, handle);
 }
 
 aotirt_stream::Ordering aotirt_stream::ordering_for(const aotirt_stream& waiter,

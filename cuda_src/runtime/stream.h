@@ -44,16 +44,17 @@ struct aotirt_stream : aotirt::RefCounted {
   // broken, and with it the work there was to wait for).
   void order_before_quietly(aotirt_stream* waiter);
 
-  // Device blocks freed on this stream, for its next allocations. Only
-  // streams aotirt owns cache: an adopted stream may be destroyed by its
-  // owner while blocks would still wait for it.
+  // Device memory for this stream's allocations, taken from the pool in
+  // segments and reused as they are freed (block_cache.h). Only streams
+  // aotirt owns cache: an adopted stream may be destroyed by its owner
+  // while blocks would still wait for it.
   aotirt::BlockCache* cache() { return owned ? &cache_ : nullptr; }
-  // A block allocated on this stream and freed: kept by the cache where
-  // there is one (the blocks it lets go to make room are freed), else freed
+  // A block allocated on this stream and freed: back to the cache where
+  // there is one (the segments it lets go are freed to the pool), else freed
   // to the pool; all stream-ordered, no host wait. Errors are ignored, as
   // a destructor must (a failed free means a broken context).
-  void recycle_block(void* block, size_t rounded);
-  // Frees every block the cache keeps to the pool, stream-ordered.
+  void recycle_block(void* block);
+  // Frees the cache's wholly free segments to the pool, stream-ordered.
   void release_cached_blocks();
 
  private:

@@ -130,7 +130,7 @@ void Storage::release_pool_block() {
   // Kept for the stream's next allocation, else back to the pool. Errors
   // cannot be reported from a destructor; after a sticky CUDA error the
   // context, and this memory with it, is gone.
-  stream->recycle_block(data, capacity);
+  stream->recycle_block(data);
 }
 
 void Storage::release_graph_allocation() {
@@ -182,6 +182,47 @@ aotirt_status allocate_in_graph(Storage& storage, CaptureState& capture) {
   return AOTIRT_OK;
 }
 
+// Device memory for eager work on `storage.stream`: from its cache, which
+// takes a segment from the pool on a miss (block_cache.h says why segments).
+// Out of memory, the cache's free segments go back to the pool and the
+// segment is asked for again, then only the request itself. A stream with
+// no cache (adopted) takes each tensor from the pool.
+aotirt_status allocate_from_pool(Storage& storage) {
+  Stream& stream = *storage.stream;
+  const int device = storage.device_index;
+  BlockCache* cache = stream.cache();
+  storage.capacity = cache ? BlockCache::round_up(storage.nbytes) : storage.nbytes;
+  if (cache && (storage.data = cache->take(storage.capacity))) return AOTIRT_OK;
+  AOTIRT_TRY(configure_pool(device));
+  // The device current only here, past the cache: a hit never touches the
+  // thread's current device, which may be one this process has not used.
+  DeviceGuard guard;
+  AOTIRT_TRY(guard.enter(device));
+  const size_t segment_bytes = cache ? BlockCache::segment_size_for(storage.capacity) : storage.capacity;
+  void* segment = nullptr;
+  size_t got_bytes = segment_bytes;
+  cudaError_t err = cudaMallocAsync(&segment, segment_bytes, stream.handle);
+  if (err == cudaErrorMemoryAllocation && cache) {
+    // Free segments this stream keeps may be what is missing; and a
+    // segment larger than the request may not fit where the request does.
+    (void)cudaGetLastError();
+    stream.release_cached_blocks();
+    err = cudaMallocAsync(&segment, segment_bytes, stream.handle);
+    if (err == cudaErrorMemoryAllocation && segment_bytes > storage.capacity) {
+      (void)cudaGetLastError();
+      got_bytes = storage.capacity;
+      err = cudaMallocAsync(&segment, got_bytes, stream.handle);
+    }
+  }
+  if (err != cudaSuccess) {
+    storage.data = nullptr;
+    return fail_cuda(err, "cudaMallocAsync(" + std::to_string(got_bytes) + " bytes, for a tensor of " +
+                              std::to_string(storage.nbytes) + " bytes) on cuda:" + std::to_string(device));
+  }
+  storage.data = cache ? cache->take_from_new_segment(segment, got_bytes, storage.capacity) : segment;
+  return AOTIRT_OK;
+}
+
 }  // namespace
 
 aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t device_index,
@@ -199,30 +240,7 @@ aotirt_status allocate_storage(size_t nbytes, int32_t device_type, int32_t devic
     if (nbytes > 0 && capture) {
       AOTIRT_TRY(allocate_in_graph(*storage, *capture));
     } else if (nbytes > 0) {
-      BlockCache* cache = stream->cache();
-      storage->capacity = cache ? BlockCache::round_up(nbytes) : nbytes;
-      storage->data = cache ? cache->take(storage->capacity) : nullptr;
-      if (!storage->data) {
-        AOTIRT_TRY(configure_pool(device_index));
-        // The allocation's device current (only here, past the cache): the
-        // runtime never has to touch the thread's current device for it,
-        // which may be one this process has not used.
-        DeviceGuard guard;
-        AOTIRT_TRY(guard.enter(device_index));
-        cudaError_t err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
-        if (err == cudaErrorMemoryAllocation && cache) {
-          // Blocks this stream keeps may be what is missing: give them back
-          // to the pool and try once more.
-          (void)cudaGetLastError();
-          stream->release_cached_blocks();
-          err = cudaMallocAsync(&storage->data, storage->capacity, stream->handle);
-        }
-        if (err != cudaSuccess) {
-          storage->data = nullptr;
-          return fail_cuda(err, "cudaMallocAsync(" + std::to_string(nbytes) + " bytes) on cuda:" +
-                                    std::to_string(device_index));
-        }
-      }
+      AOTIRT_TRY(allocate_from_pool(*storage));
     }
   } else {
     storage->owner = Storage::Owner::Host;

@@ -19,7 +19,7 @@ namespace aotirt {
 // Bytes of memory, shared by every tensor that aliases it.
 struct Storage : RefCounted {
   enum class Owner {
-    Pool,       // cudaMallocAsync'd on `stream`; freed there with cudaFreeAsync
+    Pool,       // from `stream`'s cache (or, adopted, the pool); back there when freed
     Host,       // malloc'd host memory
     Borrowed,   // someone else's; `release(release_ctx)` runs when the last alias goes
                 // (for CUDA memory with a stream: once the GPU has also passed
@@ -31,7 +31,7 @@ struct Storage : RefCounted {
 
   void* data = nullptr;
   size_t nbytes = 0;
-  size_t capacity = 0;  // bytes actually reserved (Pool: the cache's rounded size)
+  size_t capacity = 0;  // bytes asked for (Pool: the cache's rounded size)
   int32_t device_type = AOTIRT_DEVICE_CPU;
   int32_t device_index = 0;
   Owner owner = Owner::Borrowed;
