@@ -26,11 +26,9 @@ two workers taking turns, one repetition each per round.
 Targets: every row within 1.1x of torch; fp16/bf16 attention at or below
 torch (1.0x). A failed shim gives a row with its error as the note.
 
-AOTIRT_BENCH_TORCH_STREAM=side runs the torch worker on a non-blocking
-stream of its own (torch.cuda.Stream), as aotirt's shared stream is, in
-place of the legacy default stream (a diagnostic, as in bench/zoo.py: it
-tells a difference between the two kinds of stream from one in the
-shims; each row's note says so).
+AOTIRT_BENCH_TORCH_STREAM=side (a diagnostic, as in bench/zoo.py) runs the
+torch worker on a non-blocking stream of its own, as aotirt's is, in place
+of the legacy default stream; each row's note says so.
 """
 
 import argparse
@@ -321,7 +319,7 @@ class TorchWorker:
             torch.cuda.set_stream(self.side_stream)
         self.clock = clock = TorchClock()
         self.timer, self.wait, self.call = clock.timer, clock.wait, None
-        self.note = "; ".join(n for n in (clock.note, "torch on a stream of its own" if side else "") if n)
+        self.note = "; ".join(n for n in (clock.note, side and "torch on a stream of its own") if n)
 
     def conv_shapes(self, request):
         return {"cases": conv_shapes(request["models"])}
