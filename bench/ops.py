@@ -26,9 +26,8 @@ two workers taking turns, one repetition each per round.
 Targets: every row within 1.1x of torch; fp16/bf16 attention at or below
 torch (1.0x). A failed shim gives a row with its error as the note.
 
-AOTIRT_BENCH_TORCH_STREAM=side (a diagnostic, as in bench/zoo.py) runs the
-torch worker on a non-blocking stream of its own, as aotirt's is, in place
-of the legacy default stream; each row's note says so.
+AOTIRT_BENCH_TORCH_STREAM=side (a diagnostic, as in bench/zoo.py): torch's
+worker on a non-blocking stream of its own, as aotirt's; rows say so.
 """
 
 import argparse
@@ -314,8 +313,8 @@ class TorchWorker:
 
         self.torch = torch
         side = os.environ.get("AOTIRT_BENCH_TORCH_STREAM") == "side"
+        self.side_stream = torch.cuda.Stream() if side else None   # held: current for the worker's life
         if side:
-            self.side_stream = torch.cuda.Stream()   # held: current for the worker's life
             torch.cuda.set_stream(self.side_stream)
         self.clock = clock = TorchClock()
         self.timer, self.wait, self.call = clock.timer, clock.wait, None
