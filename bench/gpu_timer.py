@@ -18,6 +18,7 @@ host-bound (its figure may include gaps).
 """
 
 import ctypes
+import os
 import time
 
 SPIN_KERNEL = "aotirt_bench_spin"  # its name, as profilers list it
@@ -214,14 +215,25 @@ class TorchEvents:
 
 
 class TorchClock:
-    """torch's current stream: a GpuTimer with torch.cuda.Event, and torch's wait."""
+    """torch's current stream: a GpuTimer with torch.cuda.Event, and torch's wait.
+
+    AOTIRT_BENCH_TORCH_STREAM=side (a diagnostic, bench/probe_workers.py)
+    first makes a non-blocking stream of its own current, for the clock's
+    life, in place of the legacy default stream: aotirt's stream is
+    non-blocking, and the kind of stream was seen to move the same kernels'
+    GPU time. The clock's note then says so."""
 
     def __init__(self):
         import torch
 
         self._torch = torch
         torch.cuda.init()
-        spinner, self.note = _spinner(torch.cuda.current_device())
+        self.side_stream = None
+        if os.environ.get("AOTIRT_BENCH_TORCH_STREAM") == "side":
+            self.side_stream = torch.cuda.Stream()   # held: current for the clock's life
+            torch.cuda.set_stream(self.side_stream)
+        spinner, note = _spinner(torch.cuda.current_device())
+        self.note = "; ".join(n for n in (note, self.side_stream is not None and "torch on a stream of its own") if n)
         self.timer = GpuTimer(torch.cuda.current_stream().cuda_stream, TorchEvents(torch), spinner)
 
     def wait(self):

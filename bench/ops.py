@@ -26,8 +26,8 @@ two workers taking turns, one repetition each per round.
 Targets: every row within 1.1x of torch; fp16/bf16 attention at or below
 torch (1.0x). A failed shim gives a row with its error as the note.
 
-AOTIRT_BENCH_TORCH_STREAM=side (a diagnostic, as in bench/zoo.py): torch's
-worker on a non-blocking stream of its own, as aotirt's; rows say so.
+AOTIRT_BENCH_TORCH_STREAM=side: torch's worker on a non-blocking stream of
+its own (a diagnostic, bench/gpu_timer.py's TorchClock); rows say so.
 """
 
 import argparse
@@ -312,13 +312,9 @@ class TorchWorker:
         import torch
 
         self.torch = torch
-        side = os.environ.get("AOTIRT_BENCH_TORCH_STREAM") == "side"
-        self.side_stream = torch.cuda.Stream() if side else None   # held: current for the worker's life
-        if side:
-            torch.cuda.set_stream(self.side_stream)
         self.clock = clock = TorchClock()
-        self.timer, self.wait, self.call = clock.timer, clock.wait, None
-        self.note = "; ".join(n for n in (clock.note, side and "torch on a stream of its own") if n)
+        self.timer, self.wait, self.note = clock.timer, clock.wait, clock.note
+        self.call = None
 
     def conv_shapes(self, request):
         return {"cases": conv_shapes(request["models"])}

@@ -179,10 +179,7 @@ class TorchWorker:
         import torch
 
         self.torch = torch
-        if os.environ.get("AOTIRT_BENCH_TORCH_STREAM") == "side":
-            self.side_stream = torch.cuda.Stream()   # held: current for the worker's life
-            torch.cuda.set_stream(self.side_stream)
-        self.clock = clock = TorchClock()
+        self.clock = clock = TorchClock()   # on a stream of its own under AOTIRT_BENCH_TORCH_STREAM=side
         self.wait, self.note = clock.wait, clock.note
         self.figures = Figures(clock.timer, clock.wait)
         self.calls, self.runners, self.scratch = {}, [], []
