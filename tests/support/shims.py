@@ -104,17 +104,18 @@ class Handle:
         return self.value
 
 
-def view(base, shape, strides, offset=0, device="cpu", dtype=None):
-    """A tensor handle over the 1-D array `base` (uploaded to `device`) with
-    element `shape`, `strides` and `offset`, and numpy's view of the same
-    elements. `dtype` "bfloat16" takes float data and rounds it."""
+def view(base, shape, strides, offset=0, device="cpu", dtype=None, stream=None):
+    """A tensor handle over the 1-D array `base` (uploaded to `device`, on
+    `stream`: None is the shared stream) with element `shape`, `strides` and
+    `offset`, and numpy's view of the same elements. `dtype` "bfloat16" takes
+    float data and rounds it."""
     base = np.ascontiguousarray(base).ravel()
     if dtype == "bfloat16":
-        tensor = aotirt.asarray(to_bf16_bits(base), device=device, dtype="bfloat16")
+        tensor = aotirt.asarray(to_bf16_bits(base), device=device, stream=stream, dtype="bfloat16")
         values = from_bf16_bits(to_bf16_bits(base))
     else:
         base = base.astype(dtype) if dtype else base
-        tensor = aotirt.asarray(base, device=device)
+        tensor = aotirt.asarray(base, device=device, stream=stream)
         values = base
     n = len(shape)
     out = H()
