@@ -18,8 +18,10 @@ variants taking turns round by round, so that only the stream differs:
 
 Each figure: GPU us per call (CUDA events around calls queued behind a spin
 kernel, bench/gpu_timer.py), the median over the rounds. One JSON row per
-side, shape and stream on stdout (and appended to --out). The torch side
-runs in a child process (torch_python()), the aotirt side in this one.
+side, shape and stream on stdout (and appended to --out). Each side runs in
+a child process of its own (torch's in torch_python(), aotirt's without
+torch). `--side aotirt|torch --single` runs one side's first shape on its own
+stream alone, for a profiler (ncu) to compare the two sides' kernels.
 """
 
 import argparse
@@ -41,6 +43,7 @@ CASES = [  # (dtype, L, E, causal): the rows furthest over in session 35
     ("bfloat16", 512, 128, True), ("float16", 1024, 128, True),
 ]
 CALLS = 200
+SINGLE = [False]   # --single: the side's own stream only (legacy for torch, shared for aotirt)
 
 
 def made_streams():
@@ -79,7 +82,8 @@ def torch_side(rounds):
     torch.cuda.init()
     spinner = Spinner(0)
     streams = {"legacy": torch.cuda.default_stream()}
-    streams.update({name: torch.cuda.ExternalStream(address) for name, address in made_streams().items()})
+    if not SINGLE[0]:
+        streams.update({name: torch.cuda.ExternalStream(address) for name, address in made_streams().items()})
     variants = {}
     for dtype, seq, dim, causal in CASES:
         for name, stream in streams.items():
@@ -126,7 +130,8 @@ def aotirt_side(rounds):
 
     worker = StreamWorker()
     streams = {"shared": None}
-    streams.update(made_streams())
+    if not SINGLE[0]:
+        streams.update(made_streams())
     guard_new = sc.shim("aoti_torch_create_cuda_stream_guard", sc.P, sc.I32, sc.P)
     guard_delete = sc.shim("aoti_torch_delete_cuda_stream_guard", sc.P)
     spinner = Spinner(0)
@@ -168,7 +173,12 @@ def main():
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--out")
     parser.add_argument("--side", choices=("torch", "aotirt"), help=argparse.SUPPRESS)
+    parser.add_argument("--single", action="store_true",
+                        help="with --side: the first shape on the side's own stream only (for ncu)")
     args = parser.parse_args()
+    if args.single:
+        del CASES[1:]
+        SINGLE[0] = True
     if args.side:
         figures = (torch_side if args.side == "torch" else aotirt_side)(args.rounds)
         for (case, stream), us in figures.items():
