@@ -59,9 +59,10 @@ def made_streams():
 
 
 def loaded_cudnn():
-    """The cuDNN libraries mapped into this process (which build each side runs)."""
+    """The cuDNN and NVRTC libraries mapped into this process (which builds
+    each side runs: cuDNN's runtime-compiled engines are compiled by NVRTC)."""
     with open("/proc/self/maps") as maps:
-        return sorted({line.split()[-1] for line in maps if "libcudnn" in line})
+        return sorted({line.split()[-1] for line in maps if "libcudnn" in line or "libnvrtc" in line})
 
 
 def run_rounds(variants, rounds):
