@@ -115,6 +115,44 @@ def test_the_pip_wheel_copy_is_found_through_sys_path():
     assert load_in_subprocess(env=env) == f"OK {wheel}"
 
 
+NVRTC_MAPPED = LOAD.format(name="cudnn") + """
+with open("/proc/self/maps") as maps:
+    print("NVRTC " + " ".join(sorted({line.split()[-1] for line in maps if "libnvrtc.so" in line})))
+"""
+
+
+def test_cudnn_compiles_with_the_nvrtc_beside_it_not_one_on_the_linker_path(tmp_path):
+    # cuDNN's runtime-compiled engines open libnvrtc.so.<major> by soname,
+    # and a wheel's cuDNN looks beside itself first (its run path). aotirt
+    # opens NVRTC before cuDNN asks; opening it by soname first would hand
+    # cuDNN any other NVRTC on the linker's path (a toolkit's), which
+    # compiles the same attention kernels into slower code. A decoy with
+    # that soname on LD_LIBRARY_PATH must not be the one mapped.
+    wheel = wheel_copy()
+    if wheel is None:
+        pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
+    if os.environ.get("AOTIRT_SANITIZED") == "1":
+        pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
+    lib_dir = os.path.dirname(wheel)
+    found = [os.path.realpath(path) for pattern in ("../../cu[0-9]*/lib/libnvrtc.so.*", "../../cuda_nvrtc/lib/libnvrtc.so.*")
+             for path in sorted(glob.glob(os.path.join(lib_dir, pattern)))]
+    beside = list(dict.fromkeys(found))   # cuDNN's run path order: cu<major>/lib, then cuda_nvrtc/lib
+    if not beside:
+        pytest.skip("no NVRTC wheel beside the cuDNN wheel (pip install nvidia-cuda-nvrtc)")
+    soname = os.path.basename(beside[0])
+    decoy_dir = tmp_path / "toolkit"
+    decoy_dir.mkdir()
+    source = tmp_path / "decoy.c"
+    source.write_text("int aotirt_decoy_nvrtc(void) { return 1; }\n")
+    subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", str(source), "-o", str(decoy_dir / soname)],
+                   check=True)
+    proc = run_python(NVRTC_MAPPED, env={"AOTIRT_CUDNN": "", "LD_LIBRARY_PATH": str(decoy_dir)})
+    assert proc.returncode == 0, proc.stderr
+    loaded, mapped = proc.stdout.strip().splitlines()[-2:]
+    assert loaded == f"OK {wheel}"
+    assert mapped.split()[1:] == [beside[0]], mapped
+
+
 def test_unknown_library_names_are_refused():
     from aotirt._library import load_optional_library
 

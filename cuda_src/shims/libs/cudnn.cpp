@@ -75,25 +75,40 @@ std::string version_text(size_t v) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
 }
 
-// cuDNN's runtime-compiled engines open libnvrtc.so.<CUDA major> by name. A
-// pip install has it in a wheel (nvidia-cuda-nvrtc), off the linker's path;
-// once opened here (by full path), the dynamic linker finds it by its soname.
-// Best effort: without NVRTC cuDNN still has its precompiled engines.
-void preload_nvrtc(void* cudnn_handle) {
+// cuDNN's runtime-compiled engines open libnvrtc.so.<CUDA major> by name,
+// and their library's run path looks beside a wheel's cuDNN first
+// (nvidia/cudnn/lib/../../cu<major>/lib, ../../cuda_nvrtc/lib): a cuDNN wheel
+// compiles with the NVRTC of its own install, as it does in torch's process.
+// A library opened here first, by name, would take that choice from it (the
+// dynamic linker hands cuDNN whatever it already holds under that soname):
+// on a machine with the CUDA toolkit on the linker's path, the toolkit's
+// NVRTC, which compiles the same engines into other, slower code (session
+// 36: the same attention kernel 0.1 to 0.5 us slower a call). So NVRTC is
+// opened here in cuDNN's own order: one the process already holds; the one
+// beside this cuDNN; by soname; a wheel's anywhere on Python's path (a
+// cuDNN from AOTIRT_CUDNN or the system, with NVRTC in a wheel). Best
+// effort: without NVRTC cuDNN still has its precompiled engines.
+void preload_nvrtc(void* cudnn_handle, const std::string& cudnn_path) {
   size_t cudart = 0;
   if (auto get = reinterpret_cast<size_t (*)()>(dlsym(cudnn_handle, "cudnnGetCudartVersion"))) cudart = get();
-  const size_t major = cudart ? cudart / 1000 : 13;
-  const std::string soname = "libnvrtc.so." + std::to_string(major);
+  const std::string major = std::to_string(cudart ? cudart / 1000 : 13);
+  const std::string soname = "libnvrtc.so." + major;
   if (dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
+  auto open_file = [&](const std::string& file) {
+    if (!dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) return false;
+    debug_log("cuDNN: NVRTC from " + file);
+    return true;
+  };
+  const size_t slash = cudnn_path.rfind('/');
+  if (slash != std::string::npos) {
+    const std::string dir = cudnn_path.substr(0, slash);
+    for (const std::string& beside : {dir + "/../../cu" + major + "/lib/", dir + "/../../cuda_nvrtc/lib/", dir + "/"})
+      if (open_file(beside + soname)) return;
+  }
   if (dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return;
-  const std::vector<std::string> wheel_files = {"nvidia/cu" + std::to_string(major) + "/lib/" + soname,
-                                                "nvidia/cuda_nvrtc/lib/" + soname};
-  for (const std::string& dir : libs::site_packages_dirs())
-    for (const std::string& file : wheel_files)
-      if (dlopen((dir + "/" + file).c_str(), RTLD_NOW | RTLD_LOCAL)) {
-        debug_log("cuDNN: NVRTC from " + dir + "/" + file);
-        return;
-      }
+  for (const std::string& site : libs::site_packages_dirs())
+    for (const std::string& wheel_dir : {"/nvidia/cu" + major + "/lib/", std::string("/nvidia/cuda_nvrtc/lib/")})
+      if (open_file(site + wheel_dir + soname)) return;
   debug_log("cuDNN: " + soname + " not found; cuDNN's runtime-compiled engines are unavailable");
 }
 
@@ -125,7 +140,7 @@ void open_library(Loaded& l) {
   if (!handle) return;
   if (lib.path.empty()) lib.path = opened;
   cudnn_frontend::cudnn_dlhandle = handle;
-  preload_nvrtc(handle);
+  preload_nvrtc(handle, lib.path);
   l.library = lib;
   l.error.clear();
   debug_log("cuDNN " + version_text(lib.version) + " from " + lib.path);
