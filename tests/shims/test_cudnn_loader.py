@@ -146,7 +146,8 @@ def test_cudnn_compiles_with_the_nvrtc_beside_it_not_one_on_the_linker_path(tmp_
     source.write_text("int aotirt_decoy_nvrtc(void) { return 1; }\n")
     subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", str(source), "-o", str(decoy_dir / soname)],
                    check=True)
-    proc = run_python(NVRTC_MAPPED, env={"AOTIRT_CUDNN": "", "LD_LIBRARY_PATH": str(decoy_dir)})
+    linker_path = os.pathsep.join(p for p in (str(decoy_dir), os.environ.get("LD_LIBRARY_PATH")) if p)
+    proc = run_python(NVRTC_MAPPED, env={"AOTIRT_CUDNN": "", "LD_LIBRARY_PATH": linker_path})
     assert proc.returncode == 0, proc.stderr
     loaded, mapped = proc.stdout.strip().splitlines()[-2:]
     assert loaded == f"OK {wheel}"
