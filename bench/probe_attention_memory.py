@@ -29,7 +29,6 @@ with the Python that has it.
 import argparse
 import json
 import os
-import statistics
 import sys
 
 BENCH = os.path.dirname(os.path.abspath(__file__))
@@ -37,7 +36,8 @@ REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests"))
 from gpu_timer import GpuTimer, RuntimeEvents, Spinner  # noqa: E402
-from probe_attention_streams import CALLS, CASES  # noqa: E402
+from probe_attention_streams import CASES, run_rounds  # noqa: E402
+from workers import Rows  # noqa: E402
 
 SHAPE = (2, 8)   # batch, heads
 
@@ -130,26 +130,18 @@ def main():
                 print(json.dumps({"called": list(name[1:])}), flush=True)
         return 0
     timer = GpuTimer(address, RuntimeEvents(address), spinner)
-    samples = {name: [] for name in variants}
     with torch.inference_mode():
         for call in variants.values():
             for _ in range(3):
                 call()
             timer.us_per_call(call, 3, wait)
-        names = list(variants)
-        for r in range(args.rounds):
-            for name in names if r % 2 == 0 else names[::-1]:
-                samples[name].append(timer.us_per_call(variants[name], CALLS, wait)[0])
-    rows = []
-    for (key, op, memory), values in samples.items():
+        figures = run_rounds({name: (timer, call, wait) for name, call in variants.items()}, args.rounds)
+    emit = Rows(args.out)
+    for (key, op, memory), us in figures.items():
         dtype, seq, dim, causal = key
-        rows.append({"dtype": dtype, "seq": seq, "head_dim": dim, "causal": causal, "op": op, "memory": memory,
-                     "us": round(statistics.median(values), 3)})
-    for row in rows:
-        print(json.dumps(row))
-    if args.out:
-        with open(args.out, "a") as out:
-            out.writelines(json.dumps(row) + "\n" for row in rows)
+        emit({"dtype": dtype, "seq": seq, "head_dim": dim, "causal": causal, "op": op, "memory": memory,
+              "us": round(us, 3)})
+    emit.close()
     return 0
 
 

@@ -37,6 +37,7 @@ REPO = os.path.dirname(BENCH)
 sys.path.insert(0, BENCH)
 sys.path.insert(0, os.path.join(REPO, "tests", "aoti"))
 from gpu_timer import GpuTimer, RuntimeEvents, Spinner, _check  # noqa: E402
+from workers import Rows  # noqa: E402
 
 CASES = [  # (dtype, L, E, causal): the rows furthest over in session 35
     ("float16", 128, 64, False), ("bfloat16", 128, 128, False), ("float16", 512, 64, False),
@@ -66,7 +67,9 @@ def loaded_cudnn():
 
 
 def run_rounds(variants, rounds):
-    """{(case, stream): median us}: each variant is (timer, call, wait); rounds alternate the order."""
+    """{key: median us per call} of `variants`, {key: (timer, call, wait)},
+    timed in turns, one repetition each per round, the order reversed every
+    other round."""
     samples = {key: [] for key in variants}
     keys = list(variants)
     for r in range(rounds):
@@ -190,18 +193,19 @@ def main():
         return 0
     from zoo_index import torch_python
 
-    rows = []
+    emit = Rows(args.out)
     for side, python in (("aotirt", sys.executable), ("torch", torch_python())):
+        if python is None:
+            emit({"side": side, "note": "no Python with torch (AOTIRT_TORCH_PYTHON, or make torch-venv)"})
+            continue
         done = subprocess.run([python, os.path.abspath(__file__), "--side", side, "--rounds", str(args.rounds)],
                               capture_output=True, text=True, env=dict(os.environ))
         if done.returncode != 0:
-            rows.append({"side": side, "note": f"failed ({done.returncode}): {done.stderr[-2000:]}"})
-        rows += [json.loads(line) for line in done.stdout.splitlines() if line.startswith("{")]
-    for row in rows:
-        print(json.dumps(row))
-    if args.out:
-        with open(args.out, "a") as out:
-            out.writelines(json.dumps(row) + "\n" for row in rows)
+            emit({"side": side, "note": f"failed ({done.returncode}): {done.stderr[-2000:]}"})
+        for line in done.stdout.splitlines():
+            if line.startswith("{"):
+                emit(json.loads(line))
+    emit.close()
     return 0
 
 
