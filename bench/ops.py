@@ -137,11 +137,13 @@ class AotirtWorker:
         self.timer, self.wait, self.note = clock.timer, clock.wait, clock.note
         self.delete = sc.shim("aoti_torch_delete_tensor_object", sc.H)
         self.call, self.keep = None, []
+        self.input_stream = None   # where inputs are uploaded: the shared stream, or a probe's aotirt.Stream
 
     def tensor(self, shape, dtype, channels_last=False, seed=0):
         rng = self.np.random.default_rng(seed)
         base = rng.standard_normal(int(self.np.prod(shape)), dtype=self.np.float32)
-        handle, _values = self.sc.view(base, shape, element_strides(shape, channels_last), 0, "cuda:0", dtype)
+        handle, _values = self.sc.view(base, shape, element_strides(shape, channels_last), 0, "cuda:0", dtype,
+                                       stream=self.input_stream)
         self.keep.append(handle)
         return handle
 

@@ -44,8 +44,6 @@ SHAPE = (2, 8)   # batch, heads
 
 def operands(np, torch, aotirt, sc, dtype, seq, dim):
     """{memory: {seed: (aotirt handle, torch tensor)}} for q, k, v (seeds 1, 2, 3) in both memories."""
-    from aotirt._testing import tensor_handle
-
     shape = [*SHAPE, seq, dim]
     strides = [SHAPE[1] * seq * dim, seq * dim, dim, 1]
     made = {"aotirt": {}, "torch": {}, "randn": {}}
@@ -55,11 +53,7 @@ def operands(np, torch, aotirt, sc, dtype, seq, dim):
         made["aotirt"][seed] = (handle, torch.from_dlpack(handle.keep).view(shape))
         theirs = torch.from_numpy(base).cuda().to(getattr(torch, dtype)).view(shape)
         adopted = aotirt.from_dlpack(theirs)
-        n = len(shape)
-        view = sc.H()
-        assert sc._reinterpret(tensor_handle(adopted), n, (sc.I64 * n)(*shape), (sc.I64 * n)(*strides), 0,
-                               sc.ctypes.byref(view)) == 0, sc.last_error()
-        made["torch"][seed] = (sc.Handle(view, keep=(adopted, theirs)), theirs)
+        made["torch"][seed] = (sc.view_of(adopted, shape, strides, keep=(adopted, theirs)), theirs)
         g = torch.Generator(device="cuda").manual_seed(seed)
         made["randn"][seed] = (None, torch.randn(shape, generator=g, device="cuda").to(getattr(torch, dtype)))
     return made

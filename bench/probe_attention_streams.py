@@ -51,7 +51,7 @@ def made_streams():
     """{name: address} of streams made with cudaStreamCreateWithFlags/-Priority."""
     from cuda.bindings import runtime
 
-    low, high = _check(runtime.cudaDeviceGetStreamPriorityRange(), "cudaDeviceGetStreamPriorityRange")
+    _lowest, high = _check(runtime.cudaDeviceGetStreamPriorityRange(), "cudaDeviceGetStreamPriorityRange")
     flags = runtime.cudaStreamNonBlocking
     return {"nonblocking": int(_check(runtime.cudaStreamCreateWithFlags(flags), "cudaStreamCreateWithFlags")),
             "blocking": int(_check(runtime.cudaStreamCreateWithFlags(runtime.cudaStreamDefault),
@@ -116,23 +116,12 @@ def torch_side(rounds):
 
 def aotirt_side(rounds):
     import aotirt
-    from ops import AotirtWorker, element_strides
+    from ops import AotirtWorker
 
     sys.path.insert(0, os.path.join(REPO, "tests"))
     from support import shims as sc
 
-    class StreamWorker(AotirtWorker):
-        """ops.py's worker, its inputs made on `stream_for_tensors`."""
-        stream_for_tensors = None
-
-        def tensor(self, shape, dtype, channels_last=False, seed=0):
-            base = self.np.random.default_rng(seed).standard_normal(int(self.np.prod(shape)), dtype=self.np.float32)
-            handle, _values = sc.view(base, shape, element_strides(shape, channels_last), 0, "cuda:0", dtype,
-                                      stream=self.stream_for_tensors)
-            self.keep.append(handle)
-            return handle
-
-    worker = StreamWorker()
+    worker = AotirtWorker()
     streams = {"shared": None}
     if not SINGLE[0]:
         streams.update(made_streams())
@@ -146,7 +135,7 @@ def aotirt_side(rounds):
         for name, address in streams.items():
             stream = aotirt.Stream.shared(0) if address is None else aotirt.Stream.from_external(address, device=0)
             marker = aotirt.asarray(sc.np.zeros(1, sc.np.float32), device=0, stream=stream)
-            worker.stream_for_tensors = stream
+            worker.input_stream = stream
             call, _ = worker.setup_sdpa(case, "cudnn")
             keep.append((worker.keep, marker, stream))
             worker.keep = []

@@ -117,13 +117,20 @@ def view(base, shape, strides, offset=0, device="cpu", dtype=None, stream=None):
         base = base.astype(dtype) if dtype else base
         tensor = aotirt.asarray(base, device=device, stream=stream)
         values = base
+    item = values.itemsize
+    ref = np.lib.stride_tricks.as_strided(values[offset:], shape=shape, strides=[s * item for s in strides])
+    return view_of(tensor, shape, strides, offset), ref.astype(np.float64)
+
+
+def view_of(tensor, shape, strides, offset=0, keep=None):
+    """A tensor handle viewing the aotirt Tensor `tensor` with element
+    `shape`, `strides` and `offset` (aoti_torch__reinterpret_tensor); it keeps
+    `keep` (by default `tensor`) alive."""
     n = len(shape)
     out = H()
     status = _reinterpret(tensor_handle(tensor), n, (I64 * n)(*shape), (I64 * n)(*strides), offset, ctypes.byref(out))
     assert status == 0, last_error()
-    item = values.itemsize
-    ref = np.lib.stride_tricks.as_strided(values[offset:], shape=shape, strides=[s * item for s in strides])
-    return Handle(out, keep=tensor), ref.astype(np.float64)
+    return Handle(out, keep=tensor if keep is None else keep)
 
 
 def dense(array, device="cpu", dtype=None):
