@@ -117,8 +117,44 @@ def test_the_pip_wheel_copy_is_found_through_sys_path():
 
 NVRTC_MAPPED = LOAD.format(name="cudnn") + """
 with open("/proc/self/maps") as maps:
-    print("NVRTC " + " ".join(sorted({line.split()[-1] for line in maps if "libnvrtc.so" in line})))
+    files = {line.split()[-1] for line in maps}
+print("NVRTC " + " ".join(sorted(f for f in files if "libnvrtc.so" in f)))
+print("BUILTINS " + " ".join(sorted(f for f in files if "libnvrtc-builtins.so" in f)))
 """
+
+
+def nvrtc_beside_the_cudnn_wheel():
+    """The cuDNN wheel's file and the NVRTC its run path finds first (cu<major>/lib, then cuda_nvrtc/lib)."""
+    wheel = wheel_copy()
+    if wheel is None:
+        pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
+    if os.environ.get("AOTIRT_SANITIZED") == "1":
+        pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
+    lib_dir = os.path.dirname(wheel)
+    found = [os.path.realpath(path) for pattern in ("../../cu[0-9]*/lib/libnvrtc.so.*", "../../cuda_nvrtc/lib/libnvrtc.so.*")
+             for path in sorted(glob.glob(os.path.join(lib_dir, pattern)))]
+    beside = list(dict.fromkeys(found))
+    if not beside:
+        pytest.skip("no NVRTC wheel beside the cuDNN wheel (pip install nvidia-cuda-nvrtc)")
+    return wheel, beside[0]
+
+
+def mapped_with_decoys_first_on_the_linker_path(tmp_path, sonames):
+    """Loads cuDNN in a subprocess whose LD_LIBRARY_PATH starts with a folder
+    of decoy libraries under these sonames (a toolkit's copies stand there on
+    the GPU machines); returns the NVRTC and builtins files it mapped."""
+    decoy_dir = tmp_path / "toolkit"
+    decoy_dir.mkdir()
+    source = tmp_path / "decoy.c"
+    source.write_text("int aotirt_decoy_nvrtc(void) { return 1; }\n")
+    for soname in sonames:
+        subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", str(source), "-o", str(decoy_dir / soname)],
+                       check=True)
+    linker_path = os.pathsep.join(p for p in (str(decoy_dir), os.environ.get("LD_LIBRARY_PATH")) if p)
+    proc = run_python(NVRTC_MAPPED, env={"AOTIRT_CUDNN": "", "LD_LIBRARY_PATH": linker_path})
+    assert proc.returncode == 0, proc.stderr
+    loaded, nvrtc, builtins = proc.stdout.strip().splitlines()[-3:]
+    return loaded, nvrtc.split()[1:], builtins.split()[1:]
 
 
 def test_cudnn_compiles_with_the_nvrtc_beside_it_not_one_on_the_linker_path(tmp_path):
@@ -128,30 +164,28 @@ def test_cudnn_compiles_with_the_nvrtc_beside_it_not_one_on_the_linker_path(tmp_
     # cuDNN any other NVRTC on the linker's path (a toolkit's), which
     # compiles the same attention kernels into slower code. A decoy with
     # that soname on LD_LIBRARY_PATH must not be the one mapped.
-    wheel = wheel_copy()
-    if wheel is None:
-        pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
-    if os.environ.get("AOTIRT_SANITIZED") == "1":
-        pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
-    lib_dir = os.path.dirname(wheel)
-    found = [os.path.realpath(path) for pattern in ("../../cu[0-9]*/lib/libnvrtc.so.*", "../../cuda_nvrtc/lib/libnvrtc.so.*")
-             for path in sorted(glob.glob(os.path.join(lib_dir, pattern)))]
-    beside = list(dict.fromkeys(found))   # cuDNN's run path order: cu<major>/lib, then cuda_nvrtc/lib
-    if not beside:
-        pytest.skip("no NVRTC wheel beside the cuDNN wheel (pip install nvidia-cuda-nvrtc)")
-    soname = os.path.basename(beside[0])
-    decoy_dir = tmp_path / "toolkit"
-    decoy_dir.mkdir()
-    source = tmp_path / "decoy.c"
-    source.write_text("int aotirt_decoy_nvrtc(void) { return 1; }\n")
-    subprocess.run(["cc", "-shared", "-fPIC", f"-Wl,-soname,{soname}", str(source), "-o", str(decoy_dir / soname)],
-                   check=True)
-    linker_path = os.pathsep.join(p for p in (str(decoy_dir), os.environ.get("LD_LIBRARY_PATH")) if p)
-    proc = run_python(NVRTC_MAPPED, env={"AOTIRT_CUDNN": "", "LD_LIBRARY_PATH": linker_path})
-    assert proc.returncode == 0, proc.stderr
-    loaded, mapped = proc.stdout.strip().splitlines()[-2:]
+    wheel, nvrtc = nvrtc_beside_the_cudnn_wheel()
+    loaded, mapped, _ = mapped_with_decoys_first_on_the_linker_path(tmp_path, [os.path.basename(nvrtc)])
     assert loaded == f"OK {wheel}"
-    assert mapped.split()[1:] == [beside[0]], mapped
+    assert mapped == [nvrtc]
+
+
+def test_nvrtc_compiles_with_the_builtins_beside_it_not_ones_on_the_linker_path(tmp_path):
+    # NVRTC opens libnvrtc-builtins.so.<major>.<minor> by name when it
+    # compiles; on the GPU machines that found the toolkit's copy on the
+    # linker's path, not the one beside the wheel's NVRTC (session 37:
+    # attention kernels up to 0.5 us slower than torch's). aotirt opens the
+    # builtins beside the NVRTC it chose, so a decoy under that soname on
+    # LD_LIBRARY_PATH must not be mapped.
+    wheel, nvrtc = nvrtc_beside_the_cudnn_wheel()
+    builtins = sorted(glob.glob(os.path.join(os.path.dirname(nvrtc), "libnvrtc-builtins.so.*")))
+    if not builtins:
+        pytest.skip(f"no NVRTC builtins beside {nvrtc}")
+    loaded, mapped, mapped_builtins = mapped_with_decoys_first_on_the_linker_path(
+        tmp_path, [os.path.basename(path) for path in builtins])
+    assert loaded == f"OK {wheel}"
+    assert mapped == [nvrtc]
+    assert [os.path.realpath(path) for path in mapped_builtins] == [os.path.realpath(builtins[0])]
 
 
 def test_unknown_library_names_are_refused():

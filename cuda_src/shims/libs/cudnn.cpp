@@ -88,28 +88,59 @@ std::string version_text(size_t v) {
 // beside this cuDNN; by soname; a wheel's anywhere on Python's path (a
 // cuDNN from AOTIRT_CUDNN or the system, with NVRTC in a wheel). Best
 // effort: without NVRTC cuDNN still has its precompiled engines.
-void preload_nvrtc(void* cudnn_handle, const std::string& cudnn_path) {
-  size_t cudart = 0;
-  if (auto get = reinterpret_cast<size_t (*)()>(dlsym(cudnn_handle, "cudnnGetCudartVersion"))) cudart = get();
-  const std::string major = std::to_string(cudart ? cudart / 1000 : 13);
-  const std::string soname = "libnvrtc.so." + major;
-  if (dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
-  auto open_file = [&](const std::string& file) {
-    if (!dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL)) return false;
-    debug_log("cuDNN: NVRTC from " + file);
-    return true;
+void* open_nvrtc(const std::string& soname, const std::string& major, const std::string& cudnn_path) {
+  if (void* held = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return held;
+  auto open_file = [](const std::string& file) {
+    void* handle = dlopen(file.c_str(), RTLD_NOW | RTLD_LOCAL);
+    if (handle) debug_log("cuDNN: NVRTC from " + file);
+    return handle;
   };
   const size_t slash = cudnn_path.rfind('/');
   if (slash != std::string::npos) {
     const std::string dir = cudnn_path.substr(0, slash);
     for (const std::string& beside : {dir + "/../../cu" + major + "/lib/", dir + "/../../cuda_nvrtc/lib/", dir + "/"})
-      if (open_file(beside + soname)) return;
+      if (void* handle = open_file(beside + soname)) return handle;
   }
-  if (dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return;
+  if (void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
   for (const std::string& site : libs::site_packages_dirs())
     for (const std::string& wheel_dir : {"/nvidia/cu" + major + "/lib/", std::string("/nvidia/cuda_nvrtc/lib/")})
-      if (open_file(site + wheel_dir + soname)) return;
-  debug_log("cuDNN: " + soname + " not found; cuDNN's runtime-compiled engines are unavailable");
+      if (void* handle = open_file(site + wheel_dir + soname)) return handle;
+  return nullptr;
+}
+
+// NVRTC compiles against libnvrtc-builtins.so.<major>.<minor>, which it
+// opens by name when it first compiles. On the GPU machines that name found
+// the toolkit's builtins on the linker's path rather than the ones beside
+// the wheel's NVRTC that cuDNN uses (session 37, /proc/self/maps), and the
+// attention kernels compiled that way ran up to 0.5 us a call slower than
+// torch's, whose process maps the wheel's. So the builtins beside the NVRTC
+// in use are opened here first; the dynamic linker then hands NVRTC that
+// copy, by its soname. Best effort: left alone, NVRTC still finds one.
+void preload_nvrtc_builtins(void* nvrtc_handle) {
+  using VersionFn = int (*)(int*, int*);
+  auto version = reinterpret_cast<VersionFn>(dlsym(nvrtc_handle, "nvrtcVersion"));
+  int major = 0, minor = 0;
+  if (!version || version(&major, &minor) != 0) return;
+  const std::string builtins = "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
+  if (dlopen(builtins.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
+  const std::string nvrtc_file = libs::file_of(reinterpret_cast<const void*>(version));
+  const size_t slash = nvrtc_file.rfind('/');
+  if (slash == std::string::npos) return;
+  const std::string beside = nvrtc_file.substr(0, slash + 1) + builtins;
+  if (dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL)) debug_log("cuDNN: NVRTC's builtins from " + beside);
+}
+
+void preload_nvrtc(void* cudnn_handle, const std::string& cudnn_path) {
+  size_t cudart = 0;
+  if (auto get = reinterpret_cast<size_t (*)()>(dlsym(cudnn_handle, "cudnnGetCudartVersion"))) cudart = get();
+  const std::string major = std::to_string(cudart ? cudart / 1000 : 13);
+  const std::string soname = "libnvrtc.so." + major;
+  void* nvrtc = open_nvrtc(soname, major, cudnn_path);
+  if (!nvrtc) {
+    debug_log("cuDNN: " + soname + " not found; cuDNN's runtime-compiled engines are unavailable");
+    return;
+  }
+  preload_nvrtc_builtins(nvrtc);
 }
 
 void open_library(Loaded& l) {
