@@ -20,8 +20,9 @@ Each figure: GPU us per call (CUDA events around calls queued behind a spin
 kernel, bench/gpu_timer.py), the median over the rounds. One JSON row per
 side, shape and stream on stdout (and appended to --out). Each side runs in
 a child process of its own (torch's in torch_python(), aotirt's without
-torch). `--side aotirt|torch --single` runs one side's first shape on its own
-stream alone, for a profiler (ncu) to compare the two sides' kernels.
+torch). `--side aotirt|torch --single [--stream NAME]` runs one side's first
+shape on one stream alone (its own unless NAME says), for a profiler (ncu,
+nsys) to compare the two sides' kernels or one side's streams.
 """
 
 import argparse
@@ -44,7 +45,7 @@ CASES = [  # (dtype, L, E, causal): the rows furthest over in session 35
     ("bfloat16", 512, 128, True), ("float16", 1024, 128, True),
 ]
 CALLS = 200
-SINGLE = [False]   # --single: the side's own stream only (legacy for torch, shared for aotirt)
+ONLY = [None]   # --single: the one stream to time (the side's own unless --stream names another)
 
 
 def made_streams():
@@ -57,6 +58,15 @@ def made_streams():
             "blocking": int(_check(runtime.cudaStreamCreateWithFlags(runtime.cudaStreamDefault),
                                    "cudaStreamCreateWithFlags")),
             "high": int(_check(runtime.cudaStreamCreateWithPriority(flags, high), "cudaStreamCreateWithPriority"))}
+
+
+def chosen(streams):
+    """`streams` ({name: stream}), or only the one --single asked for."""
+    if ONLY[0] is None:
+        return streams
+    if ONLY[0] not in streams:
+        raise SystemExit(f"--stream {ONLY[0]}: this side times {', '.join(streams)}")
+    return {ONLY[0]: streams[ONLY[0]]}
 
 
 def loaded_cudnn():
@@ -86,8 +96,8 @@ def torch_side(rounds):
     torch.cuda.init()
     spinner = Spinner(0)
     streams = {"legacy": torch.cuda.default_stream()}
-    if not SINGLE[0]:
-        streams.update({name: torch.cuda.ExternalStream(address) for name, address in made_streams().items()})
+    streams.update({name: torch.cuda.ExternalStream(address) for name, address in made_streams().items()})
+    streams = chosen(streams)
     variants = {}
     for dtype, seq, dim, causal in CASES:
         for name, stream in streams.items():
@@ -122,9 +132,7 @@ def aotirt_side(rounds):
     from support import shims as sc
 
     worker = AotirtWorker()
-    streams = {"shared": None}
-    if not SINGLE[0]:
-        streams.update(made_streams())
+    streams = chosen({"shared": None, **made_streams()})
     guard_new = sc.shim("aoti_torch_create_cuda_stream_guard", sc.P, sc.I32, sc.P)
     guard_delete = sc.shim("aoti_torch_delete_cuda_stream_guard", sc.P)
     spinner = Spinner(0)
@@ -167,11 +175,15 @@ def main():
     parser.add_argument("--out")
     parser.add_argument("--side", choices=("torch", "aotirt"), help=argparse.SUPPRESS)
     parser.add_argument("--single", action="store_true",
-                        help="with --side: the first shape on the side's own stream only (for ncu)")
+                        help="with --side: the first shape on one stream only (for ncu or nsys)")
+    parser.add_argument("--stream", choices=("legacy", "shared", "nonblocking", "blocking", "high"),
+                        help="with --single: that stream (default: the side's own, torch legacy, aotirt shared)")
     args = parser.parse_args()
+    if args.stream and not args.single:
+        parser.error("--stream goes with --single")
     if args.single:
         del CASES[1:]
-        SINGLE[0] = True
+        ONLY[0] = args.stream or ("legacy" if args.side == "torch" else "shared")
     if args.side:
         figures = (torch_side if args.side == "torch" else aotirt_side)(args.rounds)
         for (case, stream), us in figures.items():

@@ -33,3 +33,21 @@ def test_rounds_take_turns_and_give_medians():
     figures = probe.run_rounds(variants, 3)
     assert log == ["a", "b", "c", "c", "b", "a", "a", "b", "c"]
     assert figures == {"a": 3.0, "b": 4.0, "c": 7.0}
+
+
+def test_single_keeps_only_the_stream_asked_for(monkeypatch):
+    streams = {"shared": None, "nonblocking": 11, "blocking": 12, "high": 13}
+    assert probe.chosen(streams) == streams
+    monkeypatch.setattr(probe, "ONLY", ["blocking"])
+    assert probe.chosen(streams) == {"blocking": 12}
+    monkeypatch.setattr(probe, "ONLY", ["legacy"])
+    with pytest.raises(SystemExit, match="--stream legacy: this side times shared, nonblocking, blocking, high"):
+        probe.chosen(streams)
+
+
+def test_stream_without_single_is_refused(monkeypatch, capsys):
+    monkeypatch.setattr(sys, "argv", ["probe_attention_streams.py", "--stream", "high"])
+    with pytest.raises(SystemExit) as stopped:
+        probe.main()
+    assert stopped.value.code == 2
+    assert "--stream goes with --single" in capsys.readouterr().err
