@@ -102,7 +102,8 @@ def test_a_library_with_the_entry_points_loads_and_is_reported(tmp_path):
     assert load_in_subprocess(env={"AOTIRT_CUDNN": library}) == f"OK {os.path.realpath(library)}"
 
 
-def test_the_pip_wheel_copy_is_found_through_sys_path():
+def loadable_wheel_copy():
+    """wheel_copy(), or a skip where there is none or it cannot be loaded here."""
     wheel = wheel_copy()
     if wheel is None:
         pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
@@ -111,6 +112,11 @@ def test_the_pip_wheel_copy_is_found_through_sys_path():
         # ("Invalid handle. Cannot load symbol cudnnGetVersion") when its
         # dlopen of its sub-libraries fails under AddressSanitizer.
         pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
+    return wheel
+
+
+def test_the_pip_wheel_copy_is_found_through_sys_path():
+    wheel = loadable_wheel_copy()
     env = {"AOTIRT_CUDNN": ""}  # unset: the search
     assert load_in_subprocess(env=env) == f"OK {wheel}"
 
@@ -125,11 +131,7 @@ print("BUILTINS " + " ".join(sorted(f for f in files if "libnvrtc-builtins.so" i
 
 def nvrtc_beside_the_cudnn_wheel():
     """The cuDNN wheel's file and the NVRTC its run path finds first (cu<major>/lib, then cuda_nvrtc/lib)."""
-    wheel = wheel_copy()
-    if wheel is None:
-        pytest.skip("no nvidia-cudnn-cu13/-cu12 wheel on sys.path")
-    if os.environ.get("AOTIRT_SANITIZED") == "1":
-        pytest.skip("cuDNN cannot be loaded under AddressSanitizer (make asan)")
+    wheel = loadable_wheel_copy()
     lib_dir = os.path.dirname(wheel)
     found = [os.path.realpath(path) for pattern in ("../../cu[0-9]*/lib/libnvrtc.so.*", "../../cuda_nvrtc/lib/libnvrtc.so.*")
              for path in sorted(glob.glob(os.path.join(lib_dir, pattern)))]
