@@ -31,8 +31,10 @@ AOTIRT_BENCH_TORCH_STREAM=side runs the torch worker on a stream of its own
 (torch.cuda.Stream) instead of the legacy default stream, as aotirt runs on
 a non-blocking stream of its own; AOTIRT_BENCH_AOTIRT_STREAM=legacy runs the
 aotirt worker (its handles, inputs and clock) on the legacy default stream,
-as torch's runner runs: diagnostics (bench/probe_workers.py), not how the
-benchmark compares them.
+as torch's runner runs, and AOTIRT_BENCH_AOTIRT_STREAM=adopted on a
+non-blocking stream made with cuda.bindings and adopted (a handle on a
+caller's stream, against the shared stream): diagnostics
+(bench/probe_workers.py), not how the benchmark compares them.
 """
 
 import argparse
@@ -99,15 +101,34 @@ def estimate_us(call, wait, calls=10):
 
 # ---------------------------------------------------------------- aotirt worker
 
+AOTIRT_STREAMS = ("legacy", "adopted")
+
+
+def aotirt_stream(aotirt, choice):
+    """The stream the aotirt worker's handles, inputs and clock use for
+    AOTIRT_BENCH_AOTIRT_STREAM=`choice`: None (unset: the shared stream),
+    the legacy default stream (0) or a non-blocking stream of cuda.bindings,
+    both adopted. The made stream lives as long as the worker."""
+    if not choice:
+        return None
+    if choice not in AOTIRT_STREAMS:
+        raise SystemExit(f"AOTIRT_BENCH_AOTIRT_STREAM={choice!r}: expected one of {', '.join(AOTIRT_STREAMS)}")
+    if choice == "legacy":
+        return aotirt.Stream.from_external(0, device=0)
+    from cuda.bindings import runtime
+
+    err, made = runtime.cudaStreamCreateWithFlags(runtime.cudaStreamNonBlocking)
+    if err != runtime.cudaError_t.cudaSuccess:
+        raise RuntimeError(f"cudaStreamCreateWithFlags: {err}")
+    return aotirt.Stream.from_external(made, device=0)
+
+
 class AotirtWorker:
     def __init__(self):
         import aotirt
 
         self.aotirt = aotirt
-        # The stream its handles, inputs and clock use: the shared stream, or
-        # for the diagnostic the legacy default stream (0).
-        legacy = os.environ.get("AOTIRT_BENCH_AOTIRT_STREAM") == "legacy"
-        self.stream = aotirt.Stream.from_external(0, device=0) if legacy else None
+        self.stream = aotirt_stream(aotirt, os.environ.get("AOTIRT_BENCH_AOTIRT_STREAM"))
         self.clock = clock = AotirtClock(self.stream)
         self.wait, self.note = clock.wait, clock.note
         self.figures = Figures(clock.timer, clock.wait)

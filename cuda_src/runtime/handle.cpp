@@ -410,6 +410,10 @@ aotirt_status CudaHandle::open(const std::string& path, int device, Stream* stre
       return fail(AOTIRT_ERROR_VALUE, "the stream is on cuda:" + std::to_string(stream->device) +
                                           ", the handle on cuda:" + std::to_string(device));
     chosen = StreamRef::share(stream);
+    // From now on an adopted stream allocates from a block cache, as
+    // aotirt's own streams do (stream.h: keep_cache); the load's own
+    // allocations too.
+    chosen->keep_cache();
   } else {
     AOTIRT_TRY(shared_stream(device, &chosen));
   }

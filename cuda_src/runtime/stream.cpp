@@ -64,7 +64,9 @@ bool context_exists(int device) {
 
 aotirt_stream::~aotirt_stream() {
   if (shared) aotirt::forget_shared_stream(this);
-  if (owned && handle) release_cached_blocks();
+  // Before an adopted stream's owner is told (below): the stream-ordered
+  // frees need the stream.
+  if (cache()) release_cached_blocks();
   // Neither call waits: CUDA releases the resources once queued work is done.
   if (order_event_) cudaEventDestroy(order_event_);
   if (owned && handle) cudaStreamDestroy(handle);
@@ -76,6 +78,10 @@ void aotirt_stream::recycle_block(void* block) {
   aotirt::BlockCache* kept_by = cache();
   if (!kept_by || !kept_by->give(block, &released)) cudaFreeAsync(block, handle);
   for (void* segment : released) cudaFreeAsync(segment, handle);
+}
+
+void aotirt_stream::keep_cache() {
+  if (handle != cudaStreamPerThread) keeps_cache_.store(true, std::memory_order_relaxed);
 }
 
 void aotirt_stream::release_cached_blocks() {
@@ -164,6 +170,7 @@ aotirt_status new_owned_stream(int device, bool shared, StreamRef* out) {
   stream->device = device;
   stream->owned = true;
   stream->shared = shared;
+  stream->keep_cache();
   *out = StreamRef::adopt(stream);
   return AOTIRT_OK;
 }

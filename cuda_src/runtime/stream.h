@@ -45,10 +45,21 @@ struct aotirt_stream : aotirt::RefCounted {
   void order_before_quietly(aotirt_stream* waiter);
 
   // Device memory for this stream's allocations, taken from the pool in
-  // segments and reused as they are freed (block_cache.h). Only streams
-  // aotirt owns cache: an adopted stream may be destroyed by its owner
-  // while blocks would still wait for it.
-  aotirt::BlockCache* cache() { return owned ? &cache_ : nullptr; }
+  // segments and reused as they are freed (block_cache.h); nullptr where
+  // the stream keeps none, and each allocation goes to the pool. Streams
+  // aotirt owns keep one. An adopted stream keeps one from the time a handle
+  // opens on it (keep_cache): its caller has promised the stream outlives
+  // this object, whose last reference drains the cache onto it. Other
+  // adopted streams keep none: a shim's stream guard or an interop wait wraps
+  // a stream for one call, with no such promise, and a conversion's wrapper
+  // (asarray(x, stream=s)) lives with its tensor, whose segment would be a
+  // cache's (2 MiB for any small tensor) rather than its own size.
+  aotirt::BlockCache* cache() { return keeps_cache_.load(std::memory_order_relaxed) ? &cache_ : nullptr; }
+  // From now on, blocks freed on this stream are cached. Blocks it gave out
+  // before are not the cache's, and go back to the pool when freed (give()
+  // refuses them). cudaStreamPerThread never caches: it names a different
+  // stream on each thread, and a cache's blocks are ordered on one stream.
+  void keep_cache();
   // A block allocated on this stream and freed: back to the cache where
   // there is one (the segments it lets go are freed to the pool), else freed
   // to the pool; all stream-ordered, no host wait. Errors are ignored, as
@@ -64,6 +75,7 @@ struct aotirt_stream : aotirt::RefCounted {
   Ordering ordering_for(const aotirt_stream& waiter, aotirt::CaptureState** waiting_capture) const;
 
   aotirt::BlockCache cache_;
+  std::atomic<bool> keeps_cache_{false};
   std::mutex event_mutex_;
   cudaEvent_t order_event_ = nullptr;  // reused: a wait captures the record at call time
 };

@@ -113,7 +113,10 @@ AOTIRT_API int aotirt_dtype_kind(int32_t dtype);
 AOTIRT_API aotirt_status aotirt_stream_shared(int device, aotirt_stream** out);
 // A new non-blocking stream owned by the returned reference.
 AOTIRT_API aotirt_status aotirt_stream_create(int device, aotirt_stream** out);
-// Wraps a stream someone else owns (never destroyed by aotirt).
+// Wraps a stream someone else owns (never destroyed by aotirt). Once a
+// handle opens on it, it keeps a cache of device memory, freed onto the
+// stream when aotirt's last reference to the stream goes: the stream must
+// outlive that reference.
 AOTIRT_API aotirt_status aotirt_stream_adopt(void* cuda_stream, int device, aotirt_stream** out);
 // The same, for a stream that an object owns: `release(release_ctx)` runs
 // when aotirt's last reference to the stream is gone (any thread), so the
@@ -295,6 +298,7 @@ AOTIRT_API aotirt_status aotirt_shim_at(size_t i, const char** name, const char*
 
 // Opens a model library for `device_type`/`device_index`. A CUDA handle runs
 // on `stream` (NULL: the device's shared stream); a CPU handle ignores it.
+// An adopted `stream` keeps a block cache from then on (aotirt_stream_adopt).
 // `path` is resolved once (realpath) and exactly that file is checked and
 // opened. The first open sets AOTI_RUNTIME_CHECK_INPUTS=1 unless it is set,
 // so that torch's generated libraries check their inputs before each run;

@@ -409,7 +409,10 @@ cdef class CudaHandle(AotiHandle):
         other with no host wait between them. Anything
         :meth:`Stream.from_external` takes (torch, CuPy, cuda.core streams,
         cuda.bindings handles, an int address) runs the handle on that
-        stream, which must outlive the handle and its outputs.
+        stream, which must outlive the handle, its outputs and the
+        :class:`Stream` that wraps it (:attr:`stream`): from then on the
+        stream keeps a cache of device memory, as aotirt's own streams do,
+        and frees it onto the stream when the wrapper goes.
     graphs : bool
         Automatic CUDA graphs: :meth:`run` keys each call by its input
         signature (dtypes, shapes, strides, devices); the first 2 calls of a
