@@ -12,7 +12,10 @@ order reversed every other round:
     rather than the legacy default stream (AOTIRT_BENCH_TORCH_STREAM=side,
     bench/zoo.py), as aotirt runs on a non-blocking stream of its own;
   - local/legacy: pinned locally, aotirt's worker on the legacy default
-    stream (AOTIRT_BENCH_AOTIRT_STREAM=legacy), as torch's runner runs.
+    stream (AOTIRT_BENCH_AOTIRT_STREAM=legacy), as torch's runner runs;
+  - local/adopted: pinned locally, aotirt's worker on a non-blocking stream
+    it adopts (AOTIRT_BENCH_AOTIRT_STREAM=adopted): beside local/legacy, it
+    tells the legacy stream's kind apart from being adopted.
 For each run and model: aotirt's GPU time over torch's single-threaded
 runner's (what the zoo target judges), and aotirt's eager GPU time over its
 graph replay's (the launches' share). If these move with the run and not
@@ -42,7 +45,8 @@ from zoo import TORCH_SINGLE_THREADED as TORCH  # noqa: E402
 VARIANTS = {"local": {"AOTIRT_BENCH_PIN": "local"}, "0": {"AOTIRT_BENCH_PIN": "0"},
             "remote": {"AOTIRT_BENCH_PIN": "remote"},
             "local/side": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_TORCH_STREAM": "side"},
-            "local/legacy": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_AOTIRT_STREAM": "legacy"}}
+            "local/legacy": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_AOTIRT_STREAM": "legacy"},
+            "local/adopted": {"AOTIRT_BENCH_PIN": "local", "AOTIRT_BENCH_AOTIRT_STREAM": "adopted"}}
 DEFAULT_MODELS = "resnet18,mobilenet_v2,gemma_f32,bert_f32,vit_b_16"
 
 

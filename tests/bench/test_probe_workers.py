@@ -40,10 +40,17 @@ def test_medians_per_pinning_leave_out_missing_figures():
 
 def test_each_variant_sets_the_pinning_and_one_each_moves_a_side_to_the_other_kind_of_stream():
     assert {v: env["AOTIRT_BENCH_PIN"] for v, env in probe.VARIANTS.items()} == {
-        "local": "local", "0": "0", "remote": "remote", "local/side": "local", "local/legacy": "local"}
+        "local": "local", "0": "0", "remote": "remote", "local/side": "local", "local/legacy": "local",
+        "local/adopted": "local"}
     assert [v for v, env in probe.VARIANTS.items() if env.get("AOTIRT_BENCH_TORCH_STREAM") == "side"] == ["local/side"]
     assert [v for v, env in probe.VARIANTS.items()
             if env.get("AOTIRT_BENCH_AOTIRT_STREAM") == "legacy"] == ["local/legacy"]
+    assert [v for v, env in probe.VARIANTS.items()
+            if env.get("AOTIRT_BENCH_AOTIRT_STREAM") == "adopted"] == ["local/adopted"]
+    # Each stream a variant names is one zoo.py takes.
+    zoo = pytest.importorskip("zoo")
+    assert {env["AOTIRT_BENCH_AOTIRT_STREAM"] for env in probe.VARIANTS.values()
+            if "AOTIRT_BENCH_AOTIRT_STREAM" in env} <= set(zoo.AOTIRT_STREAMS)
 
 
 def test_an_unknown_variant_is_refused_before_anything_runs(monkeypatch, capsys):
