@@ -160,14 +160,16 @@ def test_a_conversion_on_an_adopted_stream_takes_only_its_own_size():
     runtime = pytest.importorskip("cuda.bindings.runtime", reason="needs cuda-bindings")
     err, raw = runtime.cudaStreamCreateWithFlags(runtime.cudaStreamNonBlocking)
     assert err == runtime.cudaError_t.cudaSuccess, err
+    kept = []
     try:
         anchor = aotirt.empty((1,), "float32", device=0)  # CUDA and the pool set up first
         before = pool_bytes_in_use()
-        kept = [aotirt.asarray(np.full(256, i, np.float32), device=0, stream=int(raw)) for i in range(8)]
+        kept += [aotirt.asarray(np.full(256, i, np.float32), device=0, stream=int(raw)) for i in range(8)]
         grown = pool_bytes_in_use() - before
         assert grown < 4 * 2**20, f"{grown} bytes for eight 1 KiB tensors"
         assert [float(aotirt.copy_to_host(t)[0]) for t in kept] == list(range(8))
-        del kept, anchor
+        del anchor
     finally:
+        kept.clear()  # their frees are queued on the stream before it goes, even after a failure
         (err,) = runtime.cudaStreamDestroy(raw)   # queued work finishes first; no host wait
         assert err == runtime.cudaError_t.cudaSuccess, err
