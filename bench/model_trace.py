@@ -14,7 +14,8 @@ their durations (`busy`), and the span from the first one's start to the
 last one's end (`span`; span minus busy is the GPU's time between
 activities). Then the kernel names whose count or time per call differs
 between the two runners, largest difference first; the same for the GPU's
-idle time after each kernel name; and the host's CUDA calls per call.
+idle time after each kernel name; and the host's CUDA calls per call,
+counted and timed.
 
 With --tune MODE (1 or wide: AOTIRT_CUDNN_TUNE's tuned modes) the row
 compares aotirt with itself instead: untuned, tuned in the process that
@@ -138,11 +139,26 @@ def trace_side(side, folder):
                         and e["ts"] >= last_spin_end)
     # Work queued besides the kernels (event records and waits, stream-ordered
     # allocations) shows in the host's calls.
-    api = collections.Counter(api_call_name(e) for e in events if e.get("cat") in API_CATEGORIES)
+    api_counts, api_us = host_calls(events, PROFILED_BATCHES * CALLS)
     return {"side": side, "events_gpu_us_per_call": gpu_us, "host_bound": host_bound,
             "recorded_choices": recorded_choices(os.environ["AOTIRT_CACHE"]) if side in (MEASURING, RECORDED) else None,
-            "api_calls_per_call": {name: round(n / (PROFILED_BATCHES * CALLS), 2) for name, n in api.most_common()},
+            "api_calls_per_call": api_counts, "api_us_per_call": api_us,
             "activities": [{"ts": ts, "dur": dur, "name": name, "cat": cat} for ts, dur, name, cat in activities]}
+
+
+def host_calls(events, calls):
+    """({name: count per call}, {name: host us per call}) of the host's CUDA
+    calls among a trace's `events`, over `calls` model calls. The time is
+    the host's inside those calls, the profiler's own cost included (alike
+    on both sides): where a host-bound model's queueing goes, call by call."""
+    counts, us = collections.Counter(), collections.Counter()
+    for e in events:
+        if e.get("cat") in API_CATEGORIES:
+            name = api_call_name(e)
+            counts[name] += 1
+            us[name] += e.get("dur", 0.0)
+    return ({name: round(n / calls, 2) for name, n in counts.most_common()},
+            {name: round(t / calls, 2) for name, t in us.most_common()})
 
 
 def api_call_name(event):
@@ -245,6 +261,10 @@ def summary_line(row):
     listed = row.get("differences") or row.get("recorded_differences") or []
     top = "; ".join(f"{d['name'][:48]} {d['diff_us']:+}" for d in listed[:3])
     tail = f" | largest kernel differences: {top}" if top else ""
+    host = row.get("api_us_per_call") or {}
+    if host:
+        tail += " | host us in CUDA calls per call: " + ", ".join(
+            f"{side} {round(sum(host[side].values()), 1)}" for side in host)
     return f"{row['model']}: GPU us per call: " + ", ".join(parts) + tail
 
 
@@ -284,7 +304,8 @@ def compare_runners(folder, adopted=False):
     row = {**{side: summarise(trace) for side, trace in traces.items()},
            "differences": differences(traces["aotirt"], traces["torch"]),
            "gap_differences": differences(traces["aotirt"], traces["torch"], gaps_by_name),
-           "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()}}
+           "api_calls_per_call": {side: trace["api_calls_per_call"] for side, trace in traces.items()},
+           "api_us_per_call": {side: trace["api_us_per_call"] for side, trace in traces.items()}}
     if adopted:
         row["adopted_differences"] = differences(traces[ADOPTED], traces["aotirt"], labels=("adopted", "aotirt"))
         row["adopted_torch_differences"] = differences(traces[ADOPTED], traces["torch"], labels=("adopted", "torch"))
