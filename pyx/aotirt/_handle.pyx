@@ -416,23 +416,22 @@ cdef class CudaHandle(AotiHandle):
     graphs : bool
         Automatic CUDA graphs: :meth:`run` keys each call by its input
         signature (dtypes, shapes, strides, devices); the first 2 calls of a
-        signature run eagerly (with the opt-in cuDNN tuning, more while the
-        last one left a measurement unfinished, so that the graph runs the
-        tuned choices), the next captures it, and later ones copy
-        their inputs into the graph's static inputs on the stream and replay
-        it (one launch). A library that cannot be captured runs eagerly from
-        then on (one RuntimeWarning says why). :meth:`loop` replays a graph
-        with its feedback pairs.
+        signature run eagerly (with the opt-in cuDNN tuning, more until its
+        measurements are done, so that the graph runs the tuned choices),
+        the next captures it, and later ones copy their inputs into the
+        graph's static inputs on the stream and replay it (one launch). A
+        library that cannot be captured runs eagerly from then on (one
+        RuntimeWarning says why). :meth:`loop` replays a graph with its
+        feedback pairs.
     max_graphs : int
-        Graphs kept (1 or more, default 8); the least recently used is
-        dropped past it. Replaced weights drop the graphs that read the old
-        ones. :attr:`graph_stats` counts it all.
+        Graphs kept (1 or more, default 8), the least recently used dropped
+        past it; replaced weights drop the graphs that read the old ones.
+        :attr:`graph_stats` counts it all.
     outputs : "copy" or "static"
-        What a replay returns: "copy" (default), outputs valid after later
-        calls, as eager ones are: aliases of the static outputs of one of
-        two captured instances of the graph that nobody holds (no copy),
-        copies of them when the caller keeps the last calls' outputs;
-        "static", the static outputs of the one instance, without a copy,
+        What a replay returns: "copy" (default), outputs that stay valid
+        after later calls, as eager ones do (aliases of one of two captured
+        instances' static outputs that nobody holds, or copies of them);
+        "static", the one instance's static outputs, without a copy,
         rewritten by the next call of the same signature.
 
     Raises
@@ -463,13 +462,11 @@ cdef class CudaHandle(AotiHandle):
     def capture(self, example_inputs, *, warmup=2, feedback=None):
         """Capture one run as a CUDA graph, to replay it with one launch.
 
-        Static inputs are made on the device and `example_inputs` copied
-        into them; `warmup` eager runs on them follow (so that lazy loading
-        and first allocations happen outside the capture); then one run is
-        captured on a private stream, and the graph is launched once on the
-        handle's stream: its outputs hold the results for `example_inputs`
-        when this returns, as ``run(example_inputs)`` would give. Nothing
-        waits for the GPU.
+        `example_inputs` are copied into static inputs on the device, run
+        `warmup` times eagerly (lazy loading and first allocations happen
+        outside the capture), then captured once on a private stream and the
+        graph launched once on the handle's stream: its outputs hold what
+        ``run(example_inputs)`` would give. Nothing waits for the GPU.
 
         Parameters
         ----------

@@ -75,6 +75,12 @@ std::string version_text(size_t v) {
   return std::to_string(major) + "." + std::to_string(minor) + "." + std::to_string(v % 100);
 }
 
+// The folder of a file's path, with its trailing slash ("" for a bare name).
+std::string folder_of(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
+}
+
 // cuDNN's runtime-compiled engines open libnvrtc.so.<CUDA major> by name,
 // and their library's run path looks beside a wheel's cuDNN first
 // (nvidia/cudnn/lib/../../cu<major>/lib, ../../cuda_nvrtc/lib): a cuDNN wheel
@@ -86,8 +92,8 @@ std::string version_text(size_t v) {
 // 36: the same attention kernel 0.1 to 0.5 us slower a call). So NVRTC is
 // opened here in cuDNN's own order: one the process already holds; the one
 // beside this cuDNN; by soname; a wheel's anywhere on Python's path (a
-// cuDNN from AOTIRT_CUDNN or the system, with NVRTC in a wheel). Best
-// effort: without NVRTC cuDNN still has its precompiled engines.
+// cuDNN from AOTIRT_CUDNN or the system, with NVRTC in a wheel). None
+// found is no error: cuDNN still has its precompiled engines.
 void* open_nvrtc(const std::string& soname, const std::string& major, const std::string& cudnn_path) {
   if (void* held = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return held;
   auto open_file = [](const std::string& file) {
@@ -95,12 +101,10 @@ void* open_nvrtc(const std::string& soname, const std::string& major, const std:
     if (handle) debug_log("cuDNN: NVRTC from " + file);
     return handle;
   };
-  const size_t slash = cudnn_path.rfind('/');
-  if (slash != std::string::npos) {
-    const std::string dir = cudnn_path.substr(0, slash);
-    for (const std::string& beside : {dir + "/../../cu" + major + "/lib/", dir + "/../../cuda_nvrtc/lib/", dir + "/"})
+  const std::string dir = folder_of(cudnn_path);
+  if (!dir.empty())
+    for (const std::string& beside : {dir + "../../cu" + major + "/lib/", dir + "../../cuda_nvrtc/lib/", dir})
       if (void* handle = open_file(beside + soname)) return handle;
-  }
   if (void* handle = dlopen(soname.c_str(), RTLD_NOW | RTLD_LOCAL)) return handle;
   for (const std::string& site : libs::site_packages_dirs())
     for (const std::string& wheel_dir : {"/nvidia/cu" + major + "/lib/", std::string("/nvidia/cuda_nvrtc/lib/")})
@@ -115,7 +119,7 @@ void* open_nvrtc(const std::string& soname, const std::string& major, const std:
 // attention kernels compiled that way ran up to 0.5 us a call slower than
 // torch's, whose process maps the wheel's. So the builtins beside the NVRTC
 // in use are opened here first; the dynamic linker then hands NVRTC that
-// copy, by its soname. Best effort: left alone, NVRTC still finds one.
+// copy, by its soname. None found is no error: NVRTC then finds its own.
 void preload_nvrtc_builtins(void* nvrtc_handle) {
   using VersionFn = int (*)(int*, int*);
   auto version = reinterpret_cast<VersionFn>(dlsym(nvrtc_handle, "nvrtcVersion"));
@@ -123,10 +127,9 @@ void preload_nvrtc_builtins(void* nvrtc_handle) {
   if (!version || version(&major, &minor) != 0) return;
   const std::string builtins = "libnvrtc-builtins.so." + std::to_string(major) + "." + std::to_string(minor);
   if (dlopen(builtins.c_str(), RTLD_NOW | RTLD_LOCAL | RTLD_NOLOAD)) return;
-  const std::string nvrtc_file = libs::file_of(reinterpret_cast<const void*>(version));
-  const size_t slash = nvrtc_file.rfind('/');
-  if (slash == std::string::npos) return;
-  const std::string beside = nvrtc_file.substr(0, slash + 1) + builtins;
+  const std::string dir = folder_of(libs::file_of(reinterpret_cast<const void*>(version)));
+  if (dir.empty()) return;
+  const std::string beside = dir + builtins;
   if (dlopen(beside.c_str(), RTLD_NOW | RTLD_LOCAL)) debug_log("cuDNN: NVRTC's builtins from " + beside);
 }
 
