@@ -153,8 +153,8 @@ def host_calls(events, calls):
     the count times the median call's duration: behind the spin the launch
     queue fills, and a launch into a full queue waits there for the GPU
     (session 39: the sum of mobilenet_v3_small's launch times came to 87 ms
-    a call), a wait the median leaves out. It includes the profiler's own cost, alike
-    on both sides: where a host-bound model's queueing goes, call by call."""
+    a call), a wait the median leaves out. It includes the profiler's own
+    cost, alike on both sides: where a host-bound model's queueing goes."""
     durations = collections.defaultdict(list)
     for e in events:
         if e.get("cat") in API_CATEGORIES:
