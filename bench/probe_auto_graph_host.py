@@ -20,7 +20,11 @@ and not others shows, and compares four ways to call the same model:
 
 Each is timed as decode.py times the host (timing.py's host_us_per_call):
 batches of 20 calls, drained in between, outside the timed region. Then
-the first and second single calls after a drain. With --count-waits the
+the first and second single calls after a drain, and each call of one
+more batch of 20 after a drain: if the host runs ahead until the GPU's
+queue of pending work is full and then waits for room, the first calls of
+a batch are fast and the later ones take the GPU's time per call (a graph
+of many kernels fills the queue in fewer calls). With --count-waits the
 probe runs again under the host-wait counter
 (tests/runtime/interposer/count_waits.c, preloaded), and each line adds the
 host-blocking CUDA functions called during its batches: the drains' one
@@ -82,6 +86,17 @@ def time_single_calls(call, drain):
     return times
 
 
+def time_each_call_of_a_batch(call, drain):
+    """Host us of each call of one batch of CALLS_PER_BATCH that follows a drain."""
+    times = []
+    for _ in range(CALLS_PER_BATCH):
+        start = time.perf_counter()
+        outputs = call()
+        times.append(round((time.perf_counter() - start) * 1e6, 1))
+    drain(outputs)
+    return times
+
+
 def probe(name, folder, counter):
     """One model's rows, printed as JSON lines."""
     import aotirt
@@ -118,6 +133,7 @@ def probe(name, folder, counter):
                             if counter.waits_count(n.encode())}
             row["drains"] = BATCHES
         row["single_calls_us"] = time_single_calls(call, drain)
+        row["one_batch_us"] = time_each_call_of_a_batch(call, drain)
         print(json.dumps(row), flush=True)
     print(json.dumps({"model": name, "graph_stats": auto.graph_stats}, default=str), flush=True)
     graph.close()

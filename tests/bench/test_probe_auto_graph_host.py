@@ -37,6 +37,18 @@ def test_single_calls_come_in_pairs_after_a_drain():
     assert len(drained) == probe.SINGLE_CALL_PAIRS
 
 
+def test_one_batch_times_each_call_and_drains_its_last_outputs():
+    calls, drained = [], []
+
+    def call():
+        calls.append(len(calls))
+        return [len(calls)]
+
+    times = probe.time_each_call_of_a_batch(call, drained.append)
+    assert len(times) == probe.CALLS_PER_BATCH and all(us >= 0 for us in times)
+    assert drained == [[probe.CALLS_PER_BATCH]]
+
+
 def test_the_default_models_are_zoo_models():
     from zoo_index import zoo_names
 
