@@ -23,6 +23,9 @@ $(DEPS):
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
 	$(PY) -m pip install --quiet "cython>=3.0" numpy setuptools wheel pytest cuda-bindings ruff cython-lint safetensors
+	# numpy's bfloat16 and float8s, which users hand aotirt: its tests of them
+	# (tests/runtime/test_ml_dtypes.py) need it; aotirt itself does not.
+	$(PY) -m pip install --quiet ml_dtypes
 	# The headers the cuDNN shims are built with (cuDNN itself is opened at run
 	# time only, when a model first needs it): cudnn.h, cudnn_frontend.h and
 	# the nvrtc.h the frontend includes. The frontend's Python part is not

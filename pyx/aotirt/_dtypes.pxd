@@ -33,6 +33,12 @@ cdef int32_t dtype_code_of(object dtype) except -1
 # TypeError when there is none.
 cdef object numpy_dtype(int32_t code)
 
+# The code of an array whose dtype numpy has no buffer format for (an
+# ml_dtypes bfloat16 or float8 array: numpy refuses to export it, "cannot
+# include dtype 'E' in a buffer"), from the array's dtype name and item
+# size; -1 for anything else.
+cdef int32_t formatless_dtype(object array)
+
 # A buffer's format string; "B" when the exporter gives none.
 cdef str buffer_format(Py_buffer* view)
 

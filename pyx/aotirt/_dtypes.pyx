@@ -31,8 +31,8 @@ _ENUM = (AOTIRT_DTYPE_UINT8, AOTIRT_DTYPE_INT8, AOTIRT_DTYPE_INT16, AOTIRT_DTYPE
 _KINDS = {AOTIRT_DTYPE_KIND_BOOL: ("bool", "b"), AOTIRT_DTYPE_KIND_SIGNED: ("signed", "i"),
           AOTIRT_DTYPE_KIND_UNSIGNED: ("unsigned", "u"), AOTIRT_DTYPE_KIND_FLOATING: ("floating", "f")}
 # The buffer-protocol (struct module) format characters of the dtypes that
-# numpy has natively. The others have no format: ml_dtypes' bfloat16 exports
-# itself as raw bytes.
+# numpy has natively. The others have no format: numpy will not export an
+# ml_dtypes array of them through the buffer protocol (formatless_dtype).
 _FORMATS = {"uint8": "B", "int8": "b", "int16": "h", "int32": "i", "int64": "q", "float16": "e",
             "float32": "f", "float64": "d", "bool": "?"}
 # Other format characters that mean a dtype of the table when the item size
@@ -189,9 +189,25 @@ cdef int32_t buffer_dtype(Py_buffer* view, str what) except -1:
         fmt = fmt[1:]
     row = _by_format.get(fmt)
     if row is None or (<DType>row).itemsize != view.itemsize:
-        # ml_dtypes' bfloat16 exports itself as two raw bytes: look at the object.
         raise TypeError(f"{what}: buffer format {fmt!r} is not a supported dtype "
                         f"(supported: {', '.join(sorted([r.name for r in _by_code.values()]))})")
+    return (<DType>row).code
+
+
+cdef int32_t formatless_dtype(object array):
+    dt = getattr(array, "dtype", None)
+    # numpy's own dtypes are built in (isbuiltin 1, or 0 for structured and
+    # sized ones); ml_dtypes' are user-defined (2). Asked first because a
+    # dtype's name is built anew on every read (2 us), and this runs on every
+    # host array a call takes in or copies out.
+    if getattr(dt, "isbuiltin", None) != 2:
+        return -1
+    name = getattr(dt, "name", None)
+    if not isinstance(name, str):
+        return -1
+    row = _by_name.get(name)
+    if row is None or (<DType>row).format is not None or getattr(dt, "itemsize", None) != (<DType>row).itemsize:
+        return -1
     return (<DType>row).code
 
 

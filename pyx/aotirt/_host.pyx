@@ -21,7 +21,8 @@ from aotirt._capi cimport (
     aotirt_tensor_upload, aotirt_tensor_wrap_host,
 )
 from aotirt._dtypes cimport (
-    DType, buffer_dtype, buffer_format, dtype_code_of, dtype_name, dtype_row, numpy_dtype, numpy_module,
+    DType, buffer_dtype, buffer_format, dtype_code_of, dtype_name, dtype_row, formatless_dtype, numpy_dtype,
+    numpy_module,
 )
 from aotirt._errors cimport check
 
@@ -34,6 +35,21 @@ cdef void _release_buffer(void* view) noexcept nogil:
     with gil:
         PyBuffer_Release(<Py_buffer*>view)
     free(view)
+
+
+cdef object _bits(object array, int32_t code):
+    """The memory of an ml_dtypes array (formatless_dtype's `code`) seen as
+    unsigned integers of its item size, which numpy does export."""
+    return array.view(f"uint{8 * dtype_row(code).itemsize}")
+
+
+cdef tuple _exportable(object obj, object as_dtype):
+    """`obj` and the dtype to read it as: an ml_dtypes array becomes its bits,
+    read as its own dtype unless `as_dtype` names another."""
+    cdef int32_t code = formatless_dtype(obj)
+    if code < 0:
+        return obj, as_dtype
+    return _bits(obj, code), dtype_name(code) if as_dtype is None else as_dtype
 
 
 cdef int _get_c_buffer(object obj, Py_buffer* view, str what) except -1:
@@ -113,6 +129,7 @@ cdef tuple shape_of(object shape, str what):
 
 
 cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except NULL:
+    obj, as_dtype = _exportable(obj, as_dtype)
     obj = _contiguous(obj, what)
     cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
     if view is NULL:
@@ -140,6 +157,7 @@ cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except
 
 cdef aotirt_tensor* upload(object obj, int device_index, aotirt_stream* stream, str what,
                            object as_dtype=None) except NULL:
+    obj, as_dtype = _exportable(obj, as_dtype)
     obj = _contiguous(obj, what)
     cdef Py_buffer view
     _get_c_buffer(obj, &view, what)
@@ -161,10 +179,15 @@ cdef aotirt_tensor* upload(object obj, int device_index, aotirt_stream* stream, 
 
 # ---- data back out ----------------------------------------------------------
 
-cdef int _check_out(Py_buffer* view, int32_t code, tuple shape) except -1:
-    """copy_to_host's checks of a caller's `out`: the tensor's dtype and shape."""
+cdef int _check_out(Py_buffer* view, int32_t code, tuple shape, int32_t out_code) except -1:
+    """copy_to_host's checks of a caller's `out`: the tensor's dtype and shape.
+    `out_code`: out's dtype where its buffer is its bits (an ml_dtypes
+    array), else -1."""
     cdef DType row = dtype_row(code)
-    if row.format is None:
+    if out_code >= 0:
+        if out_code != code:
+            raise TypeError(f"copy_to_host: out is {dtype_name(out_code)}, the tensor is {row.name}")
+    elif row.format is None:
         # No buffer format of its own (ml_dtypes exports bfloat16 as raw
         # 2-byte items): only the item size can be checked.
         if view.itemsize != row.itemsize:
@@ -185,9 +208,11 @@ cdef object copy_out(const aotirt_tensor* t, tuple shape, object out):
     cdef bint check_out = out is not None
     if out is None:
         out = numpy_module().empty(shape, dtype=numpy_dtype(code))
+    cdef int32_t out_code = formatless_dtype(out)
+    target = _bits(out, out_code) if out_code >= 0 else out
     cdef Py_buffer view
     try:
-        PyObject_GetBuffer(out, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
+        PyObject_GetBuffer(target, &view, PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | PyBUF_WRITABLE)
     except (BufferError, ValueError) as e:  # numpy raises ValueError for these
         raise ValueError(f"copy_to_host: out must be a writable C-contiguous array ({e})") from None
     except TypeError:
@@ -195,7 +220,7 @@ cdef object copy_out(const aotirt_tensor* t, tuple shape, object out):
     cdef aotirt_status status
     try:
         if check_out:
-            _check_out(&view, code, shape)
+            _check_out(&view, code, shape, out_code)
         with nogil:
             status = aotirt_copy_to_host(t, view.buf, <size_t>view.len)
         check(status)
