@@ -16,13 +16,19 @@ def test_summary_is_the_median_least_and_most_of_the_batches():
     assert probe.summary([9.0, 83.456, 10.0, 8.5]) == {"median": 9.5, "min": 8.5, "max": 83.46}
 
 
-def test_each_batch_is_timed_apart_and_drained_with_its_last_outputs():
-    calls, drained = [], []
+def counting_call():
+    """A call that returns how many calls came so far, and the list it counts in."""
+    calls = []
 
     def call():
         calls.append(len(calls))
         return [len(calls)]
 
+    return call, calls
+
+
+def test_each_batch_is_timed_apart_and_drained_with_its_last_outputs():
+    (call, calls), drained = counting_call(), []
     per_batch = probe.time_batches(call, drained.append)
     assert len(per_batch) == probe.BATCHES and all(us >= 0 for us in per_batch)
     assert len(calls) == probe.BATCHES * probe.CALLS_PER_BATCH
@@ -38,14 +44,9 @@ def test_single_calls_come_in_pairs_after_a_drain():
 
 
 def test_one_batch_times_each_call_and_drains_its_last_outputs():
-    calls, drained = [], []
-
-    def call():
-        calls.append(len(calls))
-        return [len(calls)]
-
+    (call, calls), drained = counting_call(), []
     times = probe.time_each_call_of_a_batch(call, drained.append)
-    assert len(times) == probe.CALLS_PER_BATCH and all(us >= 0 for us in times)
+    assert len(times) == len(calls) == probe.CALLS_PER_BATCH and all(us >= 0 for us in times)
     assert drained == [[probe.CALLS_PER_BATCH]]
 
 
