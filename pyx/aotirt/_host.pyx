@@ -43,15 +43,6 @@ cdef object _bits(object array, int32_t code):
     return array.view(f"uint{8 * dtype_row(code).itemsize}")
 
 
-cdef tuple _exportable(object obj, object as_dtype):
-    """`obj` and the dtype to read it as: an ml_dtypes array becomes its bits,
-    read as its own dtype unless `as_dtype` names another."""
-    cdef int32_t code = formatless_dtype(obj)
-    if code < 0:
-        return obj, as_dtype
-    return _bits(obj, code), dtype_name(code) if as_dtype is None else as_dtype
-
-
 cdef int _get_c_buffer(object obj, Py_buffer* view, str what) except -1:
     """A C-contiguous buffer view of `obj`; TypeError when `obj` has none."""
     try:
@@ -129,7 +120,11 @@ cdef tuple shape_of(object shape, str what):
 
 
 cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except NULL:
-    obj, as_dtype = _exportable(obj, as_dtype)
+    # An ml_dtypes array goes in as its bits, read as its own dtype unless
+    # `as_dtype` names another (no tuple made for any other array).
+    cdef int32_t formatless = formatless_dtype(obj)
+    if formatless >= 0:
+        obj, as_dtype = _bits(obj, formatless), dtype_name(formatless) if as_dtype is None else as_dtype
     obj = _contiguous(obj, what)
     cdef Py_buffer* view = <Py_buffer*>malloc(sizeof(Py_buffer))
     if view is NULL:
@@ -157,7 +152,11 @@ cdef aotirt_tensor* wrap_host(object obj, str what, object as_dtype=None) except
 
 cdef aotirt_tensor* upload(object obj, int device_index, aotirt_stream* stream, str what,
                            object as_dtype=None) except NULL:
-    obj, as_dtype = _exportable(obj, as_dtype)
+    # An ml_dtypes array goes in as its bits, read as its own dtype unless
+    # `as_dtype` names another (no tuple made for any other array).
+    cdef int32_t formatless = formatless_dtype(obj)
+    if formatless >= 0:
+        obj, as_dtype = _bits(obj, formatless), dtype_name(formatless) if as_dtype is None else as_dtype
     obj = _contiguous(obj, what)
     cdef Py_buffer view
     _get_c_buffer(obj, &view, what)
@@ -188,8 +187,9 @@ cdef int _check_out(Py_buffer* view, int32_t code, tuple shape, int32_t out_code
         if out_code != code:
             raise TypeError(f"copy_to_host: out is {dtype_name(out_code)}, the tensor is {row.name}")
     elif row.format is None:
-        # No buffer format of its own (ml_dtypes exports bfloat16 as raw
-        # 2-byte items): only the item size can be checked.
+        # The tensor's dtype has no buffer format, and `out` is not an
+        # ml_dtypes array of it: its raw bits (a uint16 array for bfloat16),
+        # of which only the item size can be checked.
         if view.itemsize != row.itemsize:
             raise TypeError(f"copy_to_host: out must have {row.itemsize}-byte items for a {row.name} tensor")
     elif buffer_dtype(view, "copy_to_host: out") != code:
@@ -206,9 +206,14 @@ cdef object copy_out(const aotirt_tensor* t, tuple shape, object out):
     # An array made here has the tensor's shape and dtype by construction:
     # only a caller's `out` needs checking.
     cdef bint check_out = out is not None
+    cdef int32_t out_code
     if out is None:
         out = numpy_module().empty(shape, dtype=numpy_dtype(code))
-    cdef int32_t out_code = formatless_dtype(out)
+        # Made here of the tensor's dtype: an ml_dtypes array exactly when
+        # that dtype has no buffer format, with no need to ask the array.
+        out_code = code if dtype_row(code).format is None else -1
+    else:
+        out_code = formatless_dtype(out)
     target = _bits(out, out_code) if out_code >= 0 else out
     cdef Py_buffer view
     try:
